@@ -1,0 +1,60 @@
+# KernelHub: the README's commands. Every target sets up .venv itself on a fresh machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+HOST ?= 127.0.0.1
+PYTEST_ARGS ?=
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+
+.PHONY: run test test-postgres worker worker-gpu chroma migrate seed bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+# Embedded default: SQLite + Chroma under KERNELHUB_DATA_DIR (var/), in-memory channels.
+run: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py seed_demo
+	@echo "KernelHub on http://$(HOST):$(PORT)/"
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) kernelhub.asgi:application
+
+test: $(VENV)/.installed
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The database-backed tests again on PostgreSQL (CI runs this after `make test`).
+test-postgres: $(VENV)/.installed
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/kernelhub} \
+	  $(PY) -m pytest tests/kernelhub tests/knowledge $(PYTEST_ARGS)
+
+# --- distributed mode (set DATABASE_URL, REDIS_URL, CHROMA_URL) -------------------------
+migrate: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+
+seed: $(VENV)/.installed
+	$(PY) manage.py seed_demo
+
+# Session loops and background ingestion.
+worker: $(VENV)/.installed
+	$(VENV)/bin/celery -A kernelhub worker -Q search,ingest -c 2 -l info
+
+# One per GPU: make worker-gpu TARGET=h200 GPU=0
+TARGET ?= h200
+GPU ?= 0
+worker-gpu: $(VENV)/.installed
+	CUDA_VISIBLE_DEVICES=$(GPU) $(VENV)/bin/celery -A kernelhub worker -Q gpu.$(TARGET) \
+	  -c 1 -n gpu$(GPU)@%h -l info
+
+chroma: $(VENV)/.installed
+	$(VENV)/bin/chroma run --path $${KERNELHUB_DATA_DIR:-var}/chroma-server --host 127.0.0.1 --port $${CHROMA_PORT:-8001}
+
+bench: $(VENV)/.installed
+	$(PY) -m benchmarks $(BENCH_ARGS)
+
+clean:
+	rm -rf var/staticfiles .pytest_cache

@@ -1,0 +1,41 @@
+from django.contrib import admin
+
+from kernelhub.optimization.models import (
+    Candidate,
+    HardwareTarget,
+    Problem,
+    SearchSession,
+    SessionEvent,
+)
+
+
+@admin.register(HardwareTarget)
+class HardwareTargetAdmin(admin.ModelAdmin):
+    list_display = ("name", "vendor", "architecture", "memory_bandwidth_gbs", "bf16_tflops",
+                    "ceilings_source")
+
+
+@admin.register(Problem)
+class ProblemAdmin(admin.ModelAdmin):
+    list_display = ("name", "family", "team", "dtype", "created_at")
+    list_filter = ("family", "team")
+    search_fields = ("name",)
+
+
+@admin.register(SearchSession)
+class SearchSessionAdmin(admin.ModelAdmin):
+    list_display = ("id", "problem", "hardware", "team", "strategy", "status",
+                    "evaluated_count", "best_speedup_vs_eager", "created_at")
+    list_filter = ("status", "strategy", "team")
+
+
+@admin.register(Candidate)
+class CandidateAdmin(admin.ModelAdmin):
+    list_display = ("node_id", "session", "depth", "status", "reward", "speedup_vs_eager")
+    list_filter = ("status",)
+
+
+@admin.register(SessionEvent)
+class SessionEventAdmin(admin.ModelAdmin):
+    list_display = ("session", "seq", "type", "created_at")
+    list_filter = ("type",)

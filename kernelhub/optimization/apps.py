@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class OptimizationConfig(AppConfig):
+    name = "kernelhub.optimization"
+    label = "optimization"
+    verbose_name = "Optimization"

@@ -1,0 +1,195 @@
+from django.conf import settings
+from django.db import models
+
+from kernelhub.teams.models import Team
+
+
+class HardwareTarget(models.Model):
+    """A GPU (or the CPU interpreter) with the ceilings the roofline is drawn under."""
+
+    class CeilingSource(models.TextChoices):
+        MEASURED = "measured", "Measured on this project's hardware"
+        DATASHEET = "datasheet", "Vendor datasheet"
+        INTERPRETER = "interpreter", "CPU interpreter (no ceilings)"
+
+    name = models.SlugField(max_length=32, unique=True)
+    display_name = models.CharField(max_length=100)
+    vendor = models.CharField(max_length=32)
+    architecture = models.CharField(max_length=64)
+    memory_bandwidth_gbs = models.FloatField(help_text="GB/s")
+    fp32_tflops = models.FloatField()
+    bf16_tflops = models.FloatField()
+    multiprocessors = models.PositiveIntegerField()
+    l2_bytes = models.BigIntegerField()
+    shared_memory_per_block_bytes = models.PositiveIntegerField()
+    ceilings_source = models.CharField(max_length=16, choices=CeilingSource.choices)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    @property
+    def is_interpreter(self) -> bool:
+        return self.name == "interpreter"
+
+
+class Problem(models.Model):
+    """A KernelBench-format problem. Library problems have no team and are visible to all."""
+
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.CASCADE, related_name="problems"
+    )
+    name = models.CharField(max_length=200)
+    family = models.CharField(max_length=64, blank=True)
+    description = models.TextField(blank=True)
+    source = models.TextField()
+    source_sha256 = models.CharField(max_length=64)
+    dtype = models.CharField(max_length=16, default="float32")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "name"], name="unique_problem_name_per_team")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SearchSession(models.Model):
+    class Strategy(models.TextChoices):
+        MCTS = "mcts", "MCTS"
+        EVOLUTION = "evolution", "Evolutionary"
+
+    class SynthesizerKind(models.TextChoices):
+        OFFLINE = "offline", "Offline templates"
+        LLM = "llm", "LLM"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        CANCELLED = "cancelled", "Cancelled"
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.PAUSED)
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sessions")
+    problem = models.ForeignKey(Problem, on_delete=models.PROTECT, related_name="sessions")
+    hardware = models.ForeignKey(HardwareTarget, on_delete=models.PROTECT, related_name="sessions")
+    strategy = models.CharField(max_length=16, choices=Strategy.choices, default=Strategy.MCTS)
+    synthesizer = models.CharField(
+        max_length=16, choices=SynthesizerKind.choices, default=SynthesizerKind.OFFLINE
+    )
+    precision_policy = models.CharField(max_length=8, default="strict")
+    budget_evaluations = models.PositiveIntegerField(default=24)
+    budget_minutes = models.FloatField(default=30.0)
+    budget_cost_usd = models.FloatField(default=0.0, help_text="0 = no LLM cost limit")
+    seed = models.IntegerField(default=0)
+    config = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    status_message = models.TextField(blank=True)
+    baseline = models.JSONField(default=dict, blank=True)  # eager / compile timings of the root
+    evaluated_count = models.PositiveIntegerField(default=0)
+    llm_cost_usd = models.FloatField(default=0.0)
+    best_candidate = models.ForeignKey(
+        "Candidate", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    best_speedup_vs_eager = models.FloatField(null=True, blank=True)
+    best_speedup_vs_compile = models.FloatField(null=True, blank=True)
+    last_seq = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"Session {self.pk}: {self.problem} on {self.hardware}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def channel_group(self) -> str:
+        return f"session-{self.pk}"
+
+
+class Candidate(models.Model):
+    """One node of a session's search tree and its evaluation."""
+
+    session = models.ForeignKey(SearchSession, on_delete=models.CASCADE, related_name="candidates")
+    node_id = models.CharField(max_length=64)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    depth = models.PositiveIntegerField(default=0)
+    source = models.TextField(blank=True)
+    origin = models.JSONField(default=dict, blank=True)  # synthesizer, transformation, params, prompt
+    status = models.CharField(max_length=32, default="pending")
+    message = models.TextField(blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    advantage = models.FloatField(null=True, blank=True)
+    speedup_vs_eager = models.FloatField(null=True, blank=True)
+    speedup_vs_compile = models.FloatField(null=True, blank=True)
+    coverage = models.FloatField(null=True, blank=True)
+    timing = models.JSONField(default=dict, blank=True)
+    diagnostics = models.JSONField(default=dict, blank=True)
+    integrity_flags = models.JSONField(default=list, blank=True)
+    result = models.JSONField(default=dict, blank=True)  # the whole EvaluationResult
+    retrieved_context = models.JSONField(default=list, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    evaluated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "node_id"], name="unique_node_per_session")
+        ]
+        indexes = [models.Index(fields=["session", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} ({self.status})"
+
+    @property
+    def team(self) -> Team:
+        return self.session.team
+
+    @property
+    def is_tainted(self) -> bool:
+        return any(f.get("severity", "hack") == "hack" for f in self.integrity_flags or [])
+
+
+class SessionEvent(models.Model):
+    """The ordered event log of a session; the live page replays it, then streams."""
+
+    session = models.ForeignKey(SearchSession, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="unique_event_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"

@@ -1,0 +1,146 @@
+"""Writes for hardware targets, problems and sessions."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from kernelhub.optimization.events import publish_session_event
+from kernelhub.optimization.models import HardwareTarget, Problem, SearchSession
+from kernelhub.teams.models import Team
+from kernelhub.teams.selectors import user_can
+from search_engine.hardware import TARGETS
+from search_engine.problem_check import ProblemInvalid, check_problem
+
+MAX_PROBLEM_BYTES = 200_000
+PRECISION_POLICIES = ("strict", "tf32", "bf16")
+
+
+def hardware_targets_sync() -> list[HardwareTarget]:
+    """Create or refresh the known targets from search_engine's table."""
+    rows = []
+    for target in TARGETS.values():
+        row, _ = HardwareTarget.objects.update_or_create(
+            name=target.name,
+            defaults={
+                "display_name": target.name.upper() if target.name != "interpreter"
+                else "Interpreter (CPU)",
+                "vendor": target.vendor,
+                "architecture": target.architecture,
+                "memory_bandwidth_gbs": target.memory_bandwidth_gbs,
+                "fp32_tflops": target.fp32_tflops,
+                "bf16_tflops": target.bf16_tflops,
+                "multiprocessors": target.multiprocessors,
+                "l2_bytes": target.l2_bytes,
+                "shared_memory_per_block_bytes": target.shared_memory_per_block_bytes,
+                "ceilings_source": target.source,
+                "notes": target.notes,
+            },
+        )
+        rows.append(row)
+    return rows
+
+
+def problem_create(
+    *,
+    name: str,
+    source: str,
+    team: Team | None,
+    user: AbstractBaseUser | None = None,
+    family: str = "",
+    description: str = "",
+    validate_timeout_s: float = 30.0,
+) -> Problem:
+    """Validate a KernelBench problem (statically and by running it) and store it.
+
+    `team=None` makes a library problem (demo data, staff only)."""
+    if team is not None and user is not None and not user_can(user, team, "upload"):
+        raise PermissionDenied("Only engineers and admins of the team upload problems.")
+    name = (name or "").strip()
+    if not name:
+        raise ValidationError("Give the problem a name.")
+    if len(source.encode()) > MAX_PROBLEM_BYTES:
+        raise ValidationError(f"The problem file is larger than {MAX_PROBLEM_BYTES // 1000} kB.")
+    if Problem.objects.filter(team=team, name=name).exists():
+        raise ValidationError(f"A problem named {name!r} already exists in this team.")
+    try:
+        info = check_problem(source, timeout_s=validate_timeout_s)
+    except ProblemInvalid as exc:
+        raise ValidationError(str(exc)) from exc
+    return Problem.objects.create(
+        team=team,
+        name=name,
+        family=family.strip(),
+        description=description,
+        source=source,
+        source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+        dtype=info.dtype,
+        created_by=user,
+    )
+
+
+def session_create(
+    *,
+    user: AbstractBaseUser,
+    team: Team,
+    problem: Problem,
+    hardware: HardwareTarget,
+    strategy: str = SearchSession.Strategy.MCTS,
+    synthesizer: str = SearchSession.SynthesizerKind.OFFLINE,
+    budget_evaluations: int = 24,
+    budget_minutes: float = 30.0,
+    budget_cost_usd: float = 0.0,
+    precision_policy: str = "strict",
+    seed: int = 0,
+    config: dict | None = None,
+) -> SearchSession:
+    """Record a new session (queued). The runner starts it; see `session_start`."""
+    if not user_can(user, team, "launch"):
+        raise PermissionDenied("Only engineers and admins of the team launch sessions.")
+    if problem.team_id not in (None, team.pk):
+        raise PermissionDenied("That problem belongs to another team.")
+    if strategy not in SearchSession.Strategy.values:
+        raise ValidationError(f"Unknown strategy {strategy!r}.")
+    if synthesizer not in SearchSession.SynthesizerKind.values:
+        raise ValidationError(f"Unknown synthesizer {synthesizer!r}.")
+    if precision_policy not in PRECISION_POLICIES:
+        raise ValidationError(f"Unknown precision policy {precision_policy!r}.")
+    if not 1 <= budget_evaluations <= 10_000:
+        raise ValidationError("The evaluation budget must be between 1 and 10,000.")
+    if not 0 < budget_minutes <= 24 * 60:
+        raise ValidationError("The time budget must be between 0 and 1,440 minutes.")
+    if budget_cost_usd < 0:
+        raise ValidationError("The LLM cost budget cannot be negative.")
+    with transaction.atomic():
+        session = SearchSession.objects.create(
+            team=team, problem=problem, hardware=hardware, strategy=strategy,
+            synthesizer=synthesizer, budget_evaluations=budget_evaluations,
+            budget_minutes=budget_minutes, budget_cost_usd=budget_cost_usd,
+            precision_policy=precision_policy, seed=seed, config=config or {},
+            created_by=user,
+        )
+        publish_session_event(session, "status_changed", {"status": session.status})
+    return session
+
+
+def session_set_status(session: SearchSession, status: str, message: str = "") -> SearchSession:
+    """Move a session to `status` and publish it; timestamps follow the status."""
+    now = timezone.now()
+    session.status = status
+    session.status_message = message
+    fields = ["status", "status_message"]
+    if status == SearchSession.Status.RUNNING and session.started_at is None:
+        session.started_at = now
+        fields.append("started_at")
+    if status in (SearchSession.Status.FINISHED, SearchSession.Status.CANCELLED,
+                  SearchSession.Status.FAILED):
+        session.finished_at = now
+        fields.append("finished_at")
+    with transaction.atomic():
+        session.save(update_fields=fields)
+        publish_session_event(session, "status_changed", {"status": status, "message": message})
+    return session

@@ -1,0 +1,43 @@
+"""Reads about teams and permissions. Every scoped list in the app starts here."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from kernelhub.teams.models import ApiKey, Membership, Team
+
+
+def team_list_for_user(user: AbstractBaseUser) -> QuerySet[Team]:
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).distinct()
+
+
+def team_ids_for_user(user: AbstractBaseUser) -> list[int]:
+    return list(team_list_for_user(user).values_list("id", flat=True))
+
+
+def membership_get(user: AbstractBaseUser, team: Team) -> Membership | None:
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, team=team).first()
+
+
+def user_can(user: AbstractBaseUser, team: Team, action: str) -> bool:
+    """Whether `user` may do `action` (view, launch, upload, propose, review, manage) in `team`."""
+    membership = membership_get(user, team)
+    return membership is not None and membership.allows(action)
+
+
+def teams_where_user_can(user: AbstractBaseUser, action: str) -> list[Team]:
+    if not user.is_authenticated:
+        return []
+    memberships = Membership.objects.filter(user=user).select_related("team")
+    return [m.team for m in memberships if m.allows(action)]
+
+
+def user_can_upload(user: AbstractBaseUser) -> bool:
+    return bool(teams_where_user_can(user, "upload"))
+
+
+def api_key_list(team: Team) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(team=team)

@@ -1,0 +1,98 @@
+"""Hardware targets and their ceilings.
+
+Measured figures come from this project's own runs; datasheet figures are labelled as such.
+The web app mirrors these rows in its `HardwareTarget` model (seeded from `TARGETS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class HardwareTarget:
+    name: str
+    vendor: str
+    architecture: str
+    memory_bandwidth_gbs: float  # GB/s (1e9 bytes/s)
+    fp32_tflops: float
+    bf16_tflops: float
+    multiprocessors: int
+    l2_bytes: int
+    shared_memory_per_block_bytes: int
+    source: str  # "measured" or "datasheet" or "interpreter"
+    notes: str = ""
+
+    @property
+    def is_interpreter(self) -> bool:
+        return self.name == "interpreter"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+MB = 1024 * 1024
+
+TARGETS: dict[str, HardwareTarget] = {
+    "h200": HardwareTarget(
+        name="h200", vendor="nvidia", architecture="sm90 (Hopper)",
+        memory_bandwidth_gbs=4300.0, fp32_tflops=67.0, bf16_tflops=790.0,
+        multiprocessors=132, l2_bytes=60 * MB, shared_memory_per_block_bytes=227 * 1024,
+        source="measured",
+        notes="Measured on this project's H200 on 2026-11-29: device copy 4.3 TB/s, "
+        "bf16 matmul 790 TFLOP/s. fp32 is the datasheet figure.",
+    ),
+    "h100": HardwareTarget(
+        name="h100", vendor="nvidia", architecture="sm90 (Hopper)",
+        memory_bandwidth_gbs=3350.0, fp32_tflops=67.0, bf16_tflops=989.0,
+        multiprocessors=132, l2_bytes=50 * MB, shared_memory_per_block_bytes=227 * 1024,
+        source="datasheet", notes="NVIDIA H100 SXM5 datasheet (dense bf16).",
+    ),
+    "a100": HardwareTarget(
+        name="a100", vendor="nvidia", architecture="sm80 (Ampere)",
+        memory_bandwidth_gbs=2039.0, fp32_tflops=19.5, bf16_tflops=312.0,
+        multiprocessors=108, l2_bytes=40 * MB, shared_memory_per_block_bytes=163 * 1024,
+        source="datasheet", notes="NVIDIA A100 SXM4 80GB datasheet (dense bf16).",
+    ),
+    "mi300x": HardwareTarget(
+        name="mi300x", vendor="amd", architecture="gfx942 (CDNA 3)",
+        memory_bandwidth_gbs=5300.0, fp32_tflops=163.4, bf16_tflops=1307.4,
+        multiprocessors=304, l2_bytes=256 * MB, shared_memory_per_block_bytes=64 * 1024,
+        source="datasheet",
+        notes="AMD Instinct MI300X datasheet (dense bf16; L2 figure is the 256 MB Infinity Cache).",
+    ),
+    "interpreter": HardwareTarget(
+        name="interpreter", vendor="generic", architecture="Triton interpreter (CPU)",
+        memory_bandwidth_gbs=0.0, fp32_tflops=0.0, bf16_tflops=0.0,
+        multiprocessors=0, l2_bytes=0, shared_memory_per_block_bytes=0,
+        source="interpreter",
+        notes="CPU-only host: kernels run in TRITON_INTERPRET=1; timings are never "
+        "compared with GPU numbers.",
+    ),
+}
+
+
+def get_target(name: str) -> HardwareTarget:
+    """Return a target by name; `auto` picks the local GPU when there is one."""
+    if name == "auto":
+        return detect_local_target()
+    try:
+        return TARGETS[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown hardware target {name!r}; known: {', '.join(TARGETS)}, auto")
+
+
+def detect_local_target() -> HardwareTarget:
+    """The target this host can actually run: a known GPU by name, else the interpreter."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            gpu = torch.cuda.get_device_name(0).lower()
+            for key in ("h200", "h100", "a100", "mi300x"):
+                if key in gpu.replace(" ", ""):
+                    return TARGETS[key]
+            return TARGETS["h100"] if "hopper" in gpu else TARGETS["a100"]
+    except Exception:  # torch missing or CUDA probe failed: the interpreter still works
+        pass
+    return TARGETS["interpreter"]

@@ -1,0 +1,131 @@
+"""Shared fixtures: two teams (alpha, beta) with a user of each role in each.
+
+Environment for the whole suite is set here, before anything imports triton or the
+embedding model: the Triton interpreter on hosts without a GPU, and no hub downloads.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+# Keep test data out of the developer's var/.
+os.environ.setdefault("KERNELHUB_DATA_DIR", tempfile.mkdtemp(prefix="kernelhub-test-"))
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+if not _has_cuda():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+
+ROLES = ("viewer", "engineer", "reviewer", "admin")
+
+TINY_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+N = 64
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+def get_inputs():
+    return [torch.randn(N, N)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def port_is_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+@pytest.fixture
+def tiny_problem_source() -> str:
+    return TINY_PROBLEM
+
+
+@pytest.fixture
+def teams(db):
+    """{"alpha": Team, "beta": Team, "users": {("alpha", "viewer"): User, ...}}."""
+    from django.contrib.auth import get_user_model
+
+    from kernelhub.teams.services import membership_set, team_create
+
+    User = get_user_model()
+    result = {"users": {}}
+    for team_name in ("alpha", "beta"):
+        team = team_create(name=team_name)
+        result[team_name] = team
+        for role in ROLES:
+            user = User.objects.create_user(username=f"{team_name}-{role}", password="pw-" + role)
+            membership_set(team=team, user=user, role=role)
+            result["users"][(team_name, role)] = user
+    return result
+
+
+@pytest.fixture
+def hardware(db):
+    from kernelhub.optimization.services import hardware_targets_sync
+
+    return {t.name: t for t in hardware_targets_sync()}
+
+
+@pytest.fixture
+def library_problem(db, tiny_problem_source):
+    """A library problem (no team), stored without the subprocess validation."""
+    import hashlib
+
+    from kernelhub.optimization.models import Problem
+
+    return Problem.objects.create(
+        name="tiny-relu", family="elementwise", source=tiny_problem_source,
+        source_sha256=hashlib.sha256(tiny_problem_source.encode()).hexdigest(),
+    )
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    # PBKDF2's 1M rounds cost ~0.5 s a user on CI's CPUs; the hasher is not under test.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def require_service(name: str, host: str, port: int) -> None:
+    """Skip when a service is down, unless CI says it must be up (then fail loudly)."""
+    if port_is_open(host, port):
+        return
+    message = f"{name} does not answer on {host}:{port}"
+    if os.environ.get("KERNELHUB_REQUIRE_SERVICES"):
+        pytest.fail(message + " (KERNELHUB_REQUIRE_SERVICES is set)")
+    pytest.skip(message + "; start it as ../shared/services.md says")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    require_service("Redis", "127.0.0.1", 6379)
+    return os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def postgres_available() -> None:
+    require_service("PostgreSQL", "127.0.0.1", 5432)
