@@ -144,3 +144,45 @@ def session_set_status(session: SearchSession, status: str, message: str = "") -
         session.save(update_fields=fields)
         publish_session_event(session, "status_changed", {"status": status, "message": message})
     return session
+
+
+def _require_launch_permission(session: SearchSession, user: AbstractBaseUser) -> None:
+    if not user_can(user, session.team, "launch"):
+        raise PermissionDenied("Only engineers and admins of the team control sessions.")
+
+
+def session_start(session: SearchSession) -> SearchSession:
+    """Hand a queued session to the runner: a thread here, or the `search` Celery queue."""
+    from kernelhub.optimization.runner import launch_session
+
+    launch_session(session)
+    return session
+
+
+def session_pause(session: SearchSession, user: AbstractBaseUser) -> SearchSession:
+    """Pause after the evaluations in flight; the runner polls the stored status."""
+    _require_launch_permission(session, user)
+    if session.status not in (SearchSession.Status.RUNNING, SearchSession.Status.QUEUED):
+        raise ValidationError(f"Only a running session can be paused; this one is {session.status}.")
+    return session_set_status(session, SearchSession.Status.PAUSED, f"paused by {user}")
+
+
+def session_resume(session: SearchSession, user: AbstractBaseUser) -> SearchSession:
+    """Resume a paused session; if its loop is gone (restart, lost worker), rebuild it
+    from the stored nodes."""
+    from kernelhub.optimization.runner import launch_session, session_loop_alive
+
+    _require_launch_permission(session, user)
+    if session.status != SearchSession.Status.PAUSED:
+        raise ValidationError(f"Only a paused session can be resumed; this one is {session.status}.")
+    session = session_set_status(session, SearchSession.Status.RUNNING, f"resumed by {user}")
+    if not session_loop_alive(session):
+        launch_session(session)
+    return session
+
+
+def session_cancel(session: SearchSession, user: AbstractBaseUser) -> SearchSession:
+    _require_launch_permission(session, user)
+    if not session.is_active:
+        raise ValidationError(f"This session already ended ({session.status}).")
+    return session_set_status(session, SearchSession.Status.CANCELLED, f"cancelled by {user}")

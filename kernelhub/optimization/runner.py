@@ -1,0 +1,352 @@
+"""The session runner: the bridge between a stored `SearchSession` and `search_engine`.
+
+`launch_session` starts the loop in a daemon thread of this process (embedded default) or
+on the Celery queue `search` (distributed mode). `run_session` builds a `SearchRunner` from
+the session (rebuilt from its stored nodes when it has any), records every search event as
+`Candidate` rows and `SessionEvent`s, and obeys pause / resume / cancel by polling the
+stored status, which works the same whether the loop runs in a thread here or in a worker.
+When the search ends, the best correct, untainted kernel is proposed for review and the
+steps that helped are distilled into skills.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+from django.db.models import F
+from django.utils import timezone
+
+from kernelhub.optimization.events import publish_session_event
+from kernelhub.optimization.models import Candidate, SearchSession
+from kernelhub.optimization.services import session_set_status
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_STALE_S = 15.0
+CONTROL_POLL_S = 0.25
+_threads: dict[int, threading.Thread] = {}
+_threads_lock = threading.Lock()
+
+# Engine statuses that end a session, and what the stored session becomes.
+TERMINAL = {"completed": SearchSession.Status.FINISHED, "failed": SearchSession.Status.FAILED,
+            "cancelled": SearchSession.Status.CANCELLED}
+
+
+# -- launching ---------------------------------------------------------------------------------
+
+def launch_session(session: SearchSession) -> None:
+    if settings.KERNELHUB_EXECUTOR == "celery":
+        from kernelhub.optimization.tasks import run_session_task
+
+        run_session_task.apply_async(args=[session.pk], queue="search")
+        return
+    with _threads_lock:
+        thread = _threads.get(session.pk)
+        if thread is not None and thread.is_alive():
+            return
+        thread = threading.Thread(target=_run_in_thread, args=(session.pk,), daemon=True,
+                                  name=f"kernelhub-session-{session.pk}")
+        _threads[session.pk] = thread
+        thread.start()
+
+
+def _run_in_thread(session_id: int) -> None:
+    try:
+        run_session(session_id)
+    finally:
+        connection.close()
+
+
+def session_loop_alive(session: SearchSession) -> bool:
+    thread = _threads.get(session.pk)
+    if thread is not None and thread.is_alive():
+        return True
+    session.refresh_from_db(fields=["heartbeat_at"])
+    return (session.heartbeat_at is not None and
+            timezone.now() - session.heartbeat_at < timedelta(seconds=HEARTBEAT_STALE_S))
+
+
+def wait_for_session(session_id: int, timeout_s: float) -> bool:
+    """Join the session's thread (tests, CLI); True when it ended in time."""
+    thread = _threads.get(session_id)
+    if thread is None:
+        return True
+    thread.join(timeout_s)
+    return not thread.is_alive()
+
+
+# -- building the search from a session -----------------------------------------------------
+
+def make_synthesizer(session: SearchSession):
+    if session.synthesizer == SearchSession.SynthesizerKind.LLM:
+        from search_engine.synthesis.llm import LLMConfig, LLMSynthesizer
+
+        if not settings.LLM_CONFIGURED:
+            raise ValueError("the LLM synthesizer needs OPENAI_BASE_URL or OPENAI_API_KEY")
+        return LLMSynthesizer(LLMConfig(
+            base_url=settings.OPENAI_BASE_URL or "https://api.openai.com/v1",
+            model=settings.KERNELHUB_LLM_MODEL, api_key=settings.OPENAI_API_KEY or "none",
+        ))
+    from search_engine.synthesis.offline import OfflineSynthesizer
+
+    return OfflineSynthesizer()
+
+
+def make_context_provider(session: SearchSession):
+    try:
+        from knowledge.context import KnowledgeContextProvider
+    except ImportError:
+        from search_engine.protocols import NullContextProvider
+
+        return NullContextProvider()
+    return KnowledgeContextProvider()
+
+
+def make_search_config(session: SearchSession):
+    from search_engine.search import SearchConfig
+
+    extra = {k: v for k, v in (session.config or {}).items()
+             if k in ("children_per_step", "max_in_flight", "plateau_window", "plateau_epsilon",
+                      "gamma", "context_k", "ordered", "policy_options")}
+    return SearchConfig(
+        strategy=session.strategy, budget=session.budget_evaluations, seed=session.seed,
+        max_seconds=session.budget_minutes * 60.0,
+        max_cost_usd=session.budget_cost_usd or None,
+        precision_policy=session.precision_policy,
+        eval_timeout_s=settings.KERNELHUB_EVAL_TIMEOUT_S, **extra,
+    )
+
+
+def stored_node_dicts(session: SearchSession) -> list[dict[str, Any]]:
+    """The session's candidates as search_engine node dicts (see search_engine/search/tree.py)."""
+    nodes = []
+    for c in session.candidates.select_related("parent").order_by("id"):
+        nodes.append({
+            "id": int(c.node_id), "parent_id": int(c.parent.node_id) if c.parent else None,
+            "depth": c.depth, "source": c.source, "origin": c.origin, "status": c.status,
+            "result": c.result or None, "advantage": c.advantage,
+            "baselines": session.baseline if c.parent is None else {},
+        })
+    return nodes
+
+
+# -- recording events -------------------------------------------------------------------------
+
+class SessionRecorder:
+    """The search's event callback: store rows, then publish a compact event."""
+
+    def __init__(self, session: SearchSession):
+        self.session = session
+        self.pks: dict[int, int] = dict(
+            (int(node_id), pk) for node_id, pk in session.candidates.values_list("node_id", "pk")
+        )
+        self.engine_status = ""
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        handler = getattr(self, f"on_{event['type']}", None)
+        if handler is not None:
+            handler(event["payload"])
+
+    def on_node_created(self, node: dict) -> None:
+        usage = (node.get("origin") or {}).get("usage") or {}
+        parent_pk = self.pks.get(node["parent_id"]) if node.get("parent_id") is not None else None
+        candidate, _ = Candidate.objects.update_or_create(
+            session=self.session, node_id=str(node["id"]),
+            defaults={
+                "parent_id": parent_pk, "depth": node.get("depth", 0),
+                "source": node.get("source", ""), "origin": node.get("origin") or {},
+                "status": node.get("status", "pending"),
+                "retrieved_context": (node.get("origin") or {}).get("context") or [],
+                "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                "completion_tokens": int(usage.get("completion_tokens") or 0),
+                "cost_usd": float(usage.get("cost_usd") or 0.0),
+            },
+        )
+        self.pks[int(node["id"])] = candidate.pk
+        if usage.get("cost_usd"):
+            SearchSession.objects.filter(pk=self.session.pk).update(
+                llm_cost_usd=F("llm_cost_usd") + float(usage["cost_usd"]))
+        publish_session_event(self.session, "node_created", self.compact(node, candidate.pk))
+
+    def on_node_evaluated(self, node: dict) -> None:
+        result = node.get("result") or {}
+        pk = self.pks.get(int(node["id"]))
+        if pk is None:  # should not happen: every node is created before it is evaluated
+            self.on_node_created(node)
+            pk = self.pks[int(node["id"])]
+        Candidate.objects.filter(pk=pk).update(
+            status=node.get("status", ""), message=(result.get("message") or "")[:4000],
+            reward=node.get("reward"), advantage=node.get("advantage"),
+            speedup_vs_eager=node.get("speedup_vs_eager"),
+            speedup_vs_compile=node.get("speedup_vs_compile"), coverage=node.get("coverage"),
+            timing=result.get("timing") or {}, diagnostics=result.get("diagnostics") or {},
+            integrity_flags=result.get("integrity_flags") or [], result=result,
+            evaluated_at=timezone.now(),
+        )
+        for node_id, advantage in (node.get("advantages") or {}).items():
+            if int(node_id) in self.pks:
+                Candidate.objects.filter(pk=self.pks[int(node_id)]).update(advantage=advantage)
+        if node.get("parent_id") is None:
+            SearchSession.objects.filter(pk=self.session.pk).update(
+                baseline=node.get("baselines") or {})
+        else:
+            SearchSession.objects.filter(pk=self.session.pk).update(
+                evaluated_count=F("evaluated_count") + 1)
+        publish_session_event(self.session, "node_evaluated", self.compact(node, pk))
+
+    def on_best_improved(self, best: dict) -> None:
+        pk = self.pks.get(int(best["node_id"]))
+        SearchSession.objects.filter(pk=self.session.pk).update(
+            best_candidate_id=pk, best_speedup_vs_eager=best.get("speedup_vs_eager"),
+            best_speedup_vs_compile=best.get("speedup_vs_compile"))
+        publish_session_event(self.session, "best_improved", {**best, "candidate_pk": pk})
+
+    def on_status_changed(self, payload: dict) -> None:
+        # Pause and resume were already stored and published by the service that asked
+        # for them; the engine's start and its end are recorded here.
+        self.engine_status = payload.get("status", "")
+        if self.engine_status == "running" and self.session.status != SearchSession.Status.RUNNING:
+            self.session.refresh_from_db(fields=["status"])
+            if self.session.status == SearchSession.Status.QUEUED:
+                session_set_status(self.session, SearchSession.Status.RUNNING, "started")
+
+    def on_log(self, payload: dict) -> None:
+        publish_session_event(self.session, "log", payload)
+
+    def compact(self, node: dict, pk: int) -> dict:
+        """What the live page needs of a node (sources and full results stay in the rows)."""
+        summary = node.get("diagnostics_summary") or {}
+        origin = node.get("origin") or {}
+        counts = SearchSession.objects.values("evaluated_count", "budget_evaluations").get(
+            pk=self.session.pk)
+        return {
+            "candidate_pk": pk, "node_id": str(node["id"]),
+            "parent_node_id": None if node.get("parent_id") is None else str(node["parent_id"]),
+            "depth": node.get("depth", 0), "status": node.get("status"),
+            "reward": node.get("reward"), "advantage": node.get("advantage"),
+            "speedup_vs_eager": node.get("speedup_vs_eager"),
+            "speedup_vs_compile": node.get("speedup_vs_compile"),
+            "coverage": node.get("coverage"), "bottleneck": summary.get("bottleneck", ""),
+            "reason": summary.get("reason", ""), "message": summary.get("message", "")[:300],
+            "transformation": origin.get("transformation", ""),
+            "synthesizer": origin.get("synthesizer", ""),
+            "advantages": node.get("advantages") or {},
+            "evaluated": counts["evaluated_count"], "budget": counts["budget_evaluations"],
+        }
+
+
+# -- the loop -----------------------------------------------------------------------------------
+
+class ControlWatcher(threading.Thread):
+    """Mirror the stored status onto the engine (pause, resume, cancel) and beat the heart."""
+
+    def __init__(self, session_id: int, runner):
+        super().__init__(daemon=True, name=f"kernelhub-control-{session_id}")
+        self.session_id = session_id
+        self.runner = runner
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.wait(CONTROL_POLL_S):
+                self.tick()
+        finally:
+            connection.close()
+
+    def tick(self) -> None:
+        close_old_connections()
+        SearchSession.objects.filter(pk=self.session_id).update(heartbeat_at=timezone.now())
+        status = SearchSession.objects.values_list("status", flat=True).get(pk=self.session_id)
+        if status == SearchSession.Status.PAUSED:
+            self.runner.pause()
+        elif status == SearchSession.Status.RUNNING:
+            self.runner.resume()
+        elif status in (SearchSession.Status.CANCELLED, SearchSession.Status.FAILED):
+            self.runner.cancel()
+
+
+def run_session(session_id: int) -> None:
+    session = SearchSession.objects.select_related("problem", "hardware", "team").get(pk=session_id)
+    if not session.is_active:
+        return
+    try:
+        runner = build_runner(session)
+    except Exception as exc:  # a bad configuration ends the session with a reason
+        logger.exception("session %s could not start", session_id)
+        session_set_status(session, SearchSession.Status.FAILED, f"could not start: {exc}")
+        return
+    watcher = ControlWatcher(session_id, runner)
+    watcher.start()
+    try:
+        outcome = runner.run()
+    finally:
+        watcher.stop.set()
+        watcher.join(2)
+    finish_session(session, outcome)
+
+
+def build_runner(session: SearchSession):
+    from kernelhub.optimization.executors import executor_for_settings
+    from search_engine.search import SearchRunner
+
+    recorder = SessionRecorder(session)
+    common = dict(
+        target=session.hardware.name, synthesizer=make_synthesizer(session),
+        executor=executor_for_settings(), config=make_search_config(session),
+        context=make_context_provider(session), on_event=recorder,
+        session=str(session.pk),
+    )
+    nodes = stored_node_dicts(session)
+    if nodes:
+        return SearchRunner.from_nodes(nodes, session.problem.source, **common)
+    return SearchRunner(session.problem.source, **common)
+
+
+def finish_session(session: SearchSession, outcome) -> None:
+    session.refresh_from_db()
+    if session.status == SearchSession.Status.CANCELLED:
+        final, reason = session.status, session.status_message or outcome.reason
+    else:
+        final, reason = TERMINAL.get(outcome.status, SearchSession.Status.FINISHED), outcome.reason
+    if session.is_active:
+        session_set_status(session, final, reason)
+    propose_best(session)
+    distill_skills(session, outcome)
+
+
+def propose_best(session: SearchSession) -> None:
+    from kernelhub.optimization.selectors import session_best_candidate
+    from kernelhub.review.services import kernel_propose
+
+    best = session_best_candidate(session)
+    if best is not None:
+        kernel_propose(candidate=best, user=None, automatic=True)
+
+
+def distill_skills(session: SearchSession, outcome) -> None:
+    try:
+        from knowledge.services import distill_session_skills
+    except ImportError:
+        return
+    nodes = [skill_node(node, session) for node in outcome.nodes]
+    try:
+        distill_session_skills(nodes, session_id=session.pk)
+    except Exception:  # skills are a bonus; never fail a finished session over them
+        logger.exception("skill distillation failed for session %s", session.pk)
+
+
+def skill_node(node: dict, session: SearchSession) -> dict:
+    """A node in the shape `knowledge.services.distill_session_skills` reads."""
+    result = node.get("result") or {}
+    return {
+        **node,
+        "diagnostics": {"bottleneck": (node.get("diagnostics_summary") or {}).get("bottleneck")},
+        "integrity_flags": result.get("integrity_flags") or [],
+        "family": session.problem.family, "hardware": session.hardware.name,
+        "session": session.pk,
+    }
