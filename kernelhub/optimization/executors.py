@@ -41,7 +41,10 @@ class CeleryExecutor:
 
     def _wait(self, async_result, request: EvaluationRequest) -> EvaluationResult:
         try:
-            data = async_result.get(timeout=self._timeout, propagate=True)
+            # The session loop is itself a task on the `search` queue, waiting on tasks of
+            # other queues (never its own), so the deadlock Celery guards against cannot occur.
+            data = async_result.get(timeout=self._timeout, propagate=True,
+                                    disable_sync_subtasks=False)
         except Exception as exc:  # a lost worker or broker error is a result, not a crash
             return EvaluationResult(
                 status="runtime_error", target=request.target,
