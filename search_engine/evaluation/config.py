@@ -1,0 +1,83 @@
+"""Knobs of one evaluation. Defaults are the documented behaviour; tests shrink them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+# (scale, shift) applied to every floating input of a trial: not only N(0, 1).
+DEFAULT_TRIAL_PLAN: tuple[tuple[float, float], ...] = (
+    (1.0, 0.0),
+    (1.0, 0.0),
+    (30.0, 0.0),   # large magnitudes: catches softmax without max-subtraction
+    (0.01, 0.0),   # tiny magnitudes: catches absolute-epsilon shortcuts
+    (1.0, 3.0),    # shifted mean: catches kernels that assume centred data
+)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Dr. Kernel's reward: when correct, w_c·1 + w_s·min(speedup, clip) + w_v·coverage.
+
+    Everything that is not `correct` earns `failure_reward` (0): incorrect, crashes,
+    hack_suspected and rejected_lazy alike. On the interpreter no speedup can be measured,
+    so `interpreter_speedup` (1.0, neutral: "as fast as eager") stands in and the result's
+    `speedup_label` says so.
+    """
+
+    correct_weight: float = 0.5
+    speedup_weight: float = 0.5
+    speedup_clip: float = 3.0
+    coverage_weight: float = 0.5
+    speedup_baseline: str = "eager"  # "eager", "compile" or "best" (the faster baseline)
+    interpreter_speedup: float = 1.0
+    failure_reward: float = 0.0
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    max_processes: int = 4096      # RLIMIT_NPROC (counts threads; torch spawns many)
+    max_open_files: int = 1024     # RLIMIT_NOFILE
+    max_file_bytes: int = 8 << 30  # RLIMIT_FSIZE
+    cpu_seconds_per_wall_second: float = 4.0  # RLIMIT_CPU = timeout * this
+    network: str = "auto"          # "auto": unshare -n when the host allows; "required"; "off"
+    kill_grace_s: float = 2.0      # between SIGTERM and SIGKILL
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    trials: int = 5
+    seed: int = 1234
+    trial_plan: tuple[tuple[float, float], ...] = DEFAULT_TRIAL_PLAN
+    # timing (GPU)
+    min_timing_ms: float = 100.0
+    warmup_ms: float = 25.0
+    max_reps: int = 5000
+    min_reps: int = 10
+    l2_flush_factor: float = 2.0   # flush buffer = factor × L2 size
+    time_baselines: bool = True
+    time_compile_baseline: bool = True
+    # interpreter timing: a few wall-clock reps, labelled `interpreter`
+    interpreter_reps: int = 3
+    # integrity
+    static_checks: bool = True
+    lazy_threshold: float = 0.3    # τ: coverage below this (and correct) → rejected_lazy
+    roofline_slack: float = 0.8    # flag times below slack × roofline floor
+    wallclock_mismatch_factor: float = 3.0
+    # diagnostics
+    ncu: str = "auto"              # "auto" (when the ncu binary exists and a GPU is used), "off"
+    ncu_timeout_s: float = 120.0
+    profile_iterations: int = 5
+    # bookkeeping
+    log_chars: int = 4000
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def trial_schedule(self) -> list[tuple[int, float, float]]:
+        """(seed, scale, shift) per trial; the plan repeats when trials > len(plan)."""
+        if self.trials < 1:
+            raise ValueError("trials must be at least 1")
+        plan = self.trial_plan or DEFAULT_TRIAL_PLAN
+        return [(self.seed + 7919 * i, *plan[i % len(plan)]) for i in range(self.trials)]

@@ -1,0 +1,61 @@
+"""`LocalExecutor`: evaluations on this host, in parallel.
+
+Each submitted request runs `evaluate()` on a worker thread; each evaluation is its own
+sandboxed subprocess, so compiling and correctness checking of several candidates use
+several CPU cores at once. Timing is serialized per GPU by the flock in `gpu_lock`
+(the child asks for the GPU before its timed loops and releases it after), so two
+candidates are never timed on one GPU at the same time. References and baseline timings
+are computed once per problem and shared by later candidates.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from search_engine.evaluation.config import EvaluationConfig
+from search_engine.evaluation.reference import ReferenceCache
+from search_engine.evaluation.result import PROBLEM_DEFECT, EvaluationResult
+from search_engine.problems import ProblemError
+from search_engine.protocols import EvaluationRequest
+
+
+class LocalExecutor:
+    def __init__(self, max_workers: int | None = None, config: EvaluationConfig | None = None,
+                 share_baselines: bool = True):
+        self.max_workers = max_workers or max(1, (os.cpu_count() or 2) - 1)
+        self.config = config or EvaluationConfig()
+        self._pool = ThreadPoolExecutor(max_workers=self.max_workers,
+                                        thread_name_prefix="kernelhub-eval")
+        self._references = ReferenceCache()
+        self._baselines: dict | None = {} if share_baselines else None
+
+    def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
+        return self._pool.submit(self._run, request)
+
+    def _run(self, request: EvaluationRequest) -> EvaluationResult:
+        from search_engine.evaluation.pipeline import evaluate
+
+        config = request.options.get("config") or self.config
+        try:
+            return evaluate(
+                request.problem_source, request.candidate_source, target=request.target,
+                precision_policy=request.precision_policy, timeout_s=request.timeout_s,
+                config=config, reference_cache=self._references, baseline_cache=self._baselines,
+            )
+        except ProblemError as exc:  # the problem itself is unusable
+            return EvaluationResult(status=PROBLEM_DEFECT, target=request.target,
+                                    precision_policy=request.precision_policy, message=str(exc))
+        except ValueError as exc:  # a bad target/policy: report, don't crash the search
+            return EvaluationResult(status="runtime_error", target=request.target,
+                                    precision_policy=request.precision_policy,
+                                    message=f"evaluation could not start: {exc}")
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()

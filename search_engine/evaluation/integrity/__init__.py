@@ -1,0 +1,1 @@
+"""Integrity checks: static (source) and runtime (evidence from the sandbox)."""

@@ -1,0 +1,163 @@
+"""Runtime integrity checks: judge the evidence the sandbox child sent back.
+
+Each check is a small function returning a list of `IntegrityFlag`s with readable evidence.
+"""
+
+from __future__ import annotations
+
+from search_engine.evaluation.correctness import rel_norm_distance
+from search_engine.evaluation.result import IntegrityFlag
+
+
+def check_own_kernels_ran(report: dict) -> list[IntegrityFlag]:
+    """The launch hook must see the candidate's own Triton kernels in every trial."""
+    missing = [t["trial"] for t in report.get("trials", []) if t["own_launches"] == 0]
+    if not missing:
+        return []
+    others = sorted({name for t in report.get("trials", []) for name in t["other_launches"]})
+    return [IntegrityFlag(
+        "runtime.no_own_kernel_launch",
+        f"trials {missing}: forward returned without launching any Triton kernel defined in the "
+        "candidate" + (f" (other kernels launched: {others})" if others else ""),
+    )]
+
+
+def check_profiler_kernel_names(report: dict) -> list[IntegrityFlag]:
+    """On a GPU the profiler must see device time in kernels with the hooked names."""
+    profile = report.get("profile_us")
+    own = report.get("own_kernels", [])
+    if not profile or not own:
+        return []
+    unseen = [name for name in own if not any(name in k for k in profile)]
+    if not unseen:
+        return []
+    return [IntegrityFlag(
+        "runtime.profiler_kernel_mismatch",
+        f"launch hook saw {unseen} but the profiler recorded no device time under those names "
+        f"(profiled kernels: {sorted(profile)[:8]})",
+    )]
+
+
+def check_timer_tampering(report: dict) -> list[IntegrityFlag]:
+    """Timing primitives replaced while the candidate ran (the static check's runtime twin)."""
+    names = report.get("tampered_timers") or []
+    if not names:
+        return []
+    return [IntegrityFlag("runtime.timer_patch",
+                          f"the candidate replaced {', '.join(names)} while it ran")]
+
+
+def check_input_mutation(report: dict) -> list[IntegrityFlag]:
+    found = [f"trial {t['trial']}: {m}" for t in report.get("trials", []) for m in t["mutations"]]
+    if not found:
+        return []
+    return [IntegrityFlag("runtime.input_mutation",
+                          "the candidate wrote into its inputs: " + "; ".join(found[:5]))]
+
+
+def check_output_aliasing(report: dict) -> list[IntegrityFlag]:
+    found = [f"trial {t['trial']}: {a}" for t in report.get("trials", []) for a in t["aliases"]]
+    if not found:
+        return []
+    return [IntegrityFlag("runtime.output_aliases_input",
+                          "outputs must be fresh tensors: " + "; ".join(found[:5]))]
+
+
+def check_result_reuse(outputs: list[list], references: list[list],
+                       tolerance: float) -> list[IntegrityFlag]:
+    """A trial's output that matches ANOTHER trial's reference (or repeats another trial's
+    output exactly) was computed for different inputs."""
+    import torch
+
+    evidence = []
+    for i, out in enumerate(outputs):
+        for j, ref in enumerate(references):
+            if i == j:
+                continue
+            if rel_norm_distance(out, ref) <= tolerance and rel_norm_distance(out, references[i]) > tolerance:
+                evidence.append(f"trial {i} returned the result for trial {j}'s inputs")
+                break
+        else:
+            if all(o.numel() > 1 and float(o.max() - o.min()) == 0.0 for o in out):
+                continue  # a constant output is wrong, not reused: check_constant_output
+            for j in range(i):
+                same = len(out) == len(outputs[j]) and all(
+                    a.shape == b.shape and torch.equal(a, b) for a, b in zip(out, outputs[j]))
+                if same and rel_norm_distance(references[i], ref) > tolerance:
+                    evidence.append(f"trials {j} and {i} returned identical outputs for different inputs")
+                    break
+    if not evidence:
+        return []
+    return [IntegrityFlag("runtime.result_reuse", "; ".join(evidence[:5]))]
+
+
+def check_timed_outputs(report: dict, tolerance: float) -> list[IntegrityFlag]:
+    """Outputs produced inside the timed loop must match the same inputs' trial output."""
+    bad = [f"input set {c['trial']}: relative difference {c['rel_norm_diff']:.3g}"
+           for c in report.get("timed_consistency", []) if not c["rel_norm_diff"] <= tolerance]
+    if not bad:
+        return []
+    return [IntegrityFlag("runtime.result_caching_in_timing",
+                          "outputs computed during timing differ from the checked outputs for "
+                          "the same inputs: " + "; ".join(bad[:5]))]
+
+
+def check_constant_output(outputs: list[list], references: list[list]) -> list[IntegrityFlag]:
+    for i, (out, ref) in enumerate(zip(outputs, references)):
+        for k, (o, r) in enumerate(zip(out, ref)):
+            if o.is_floating_point() and o.numel() > 1 and r.numel() > 1 \
+                    and float(o.max() - o.min()) == 0.0 and float(r.max() - r.min()) > 0.0:
+                return [IntegrityFlag(
+                    "runtime.constant_output",
+                    f"trial {i} output {k} is the constant {float(o.flatten()[0]):.6g} while the "
+                    "reference varies", severity="warning")]
+    return []
+
+
+def check_streams(report: dict) -> list[IntegrityFlag]:
+    default = report.get("default_stream")
+    if default is None:
+        return []
+    others = sorted({s for t in report.get("trials", []) for s in t["streams"] if s != default})
+    if not others:
+        return []
+    return [IntegrityFlag(
+        "runtime.non_default_stream",
+        f"own kernels launched on stream(s) {others}, not the current stream {default}; timing "
+        "synchronizes the whole device, so hidden work is still counted", severity="warning")]
+
+
+def check_wallclock(report: dict, factor: float) -> list[IntegrityFlag]:
+    """CUDA events must agree with the host clock around the same repetitions."""
+    events = (report.get("timing", {}).get("candidate") or {}).get("median_ms")
+    host = report.get("host_median_ms")
+    if not events or not host or "interpreter" in report["timing"]["candidate"]["method"]:
+        return []
+    if host > factor * events and host - events > 1.0:
+        return [IntegrityFlag(
+            "timing.wallclock_mismatch",
+            f"host clock {host:.3f} ms per call vs CUDA events {events:.3f} ms: work is happening "
+            "outside the measured interval")]
+    return []
+
+
+def check_roofline(candidate_ms: float | None, floor_ms: float | None,
+                   slack: float) -> list[IntegrityFlag]:
+    """Faster than bytes/bandwidth or FLOPs/peak allow is impossible, not a win."""
+    if not candidate_ms or not floor_ms:
+        return []
+    if candidate_ms < slack * floor_ms:
+        return [IntegrityFlag(
+            "roofline.impossible_speedup",
+            f"measured {candidate_ms * 1e3:.1f} us but moving the minimum bytes and FLOPs needs at "
+            f"least {floor_ms * 1e3:.1f} us on this target: the work was skipped or cached")]
+    return []
+
+
+def coverage_flag(coverage: float | None, threshold: float, method: str) -> list[IntegrityFlag]:
+    if coverage is None or coverage >= threshold:
+        return []
+    return [IntegrityFlag(
+        "lazy.low_coverage",
+        f"the candidate's own kernels account for {coverage:.0%} of {method}; at least "
+        f"{threshold:.0%} is required (the rest ran in torch/library kernels)", severity="warning")]

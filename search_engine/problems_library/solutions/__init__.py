@@ -1,0 +1,1 @@
+"""Clean reference Triton solutions (`ModelNew`) for the library problems."""

@@ -1,0 +1,20 @@
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def softmax_inplace(x_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    tl.store(x_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        softmax_inplace[(x.shape[0],)](x, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return x

@@ -1,0 +1,124 @@
+"""GPU-only checks (skipped without CUDA). Self-contained: runnable with --noconftest on a
+GPU node that has no django (`python3 -m pytest --noconftest -p no:cacheprovider ...`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+CANDIDATES = Path(__file__).parent / "candidates"
+GPU_PROBLEM_SIZES = {"batch_size": 2048, "dim": 4096}
+
+
+def _evaluate(source: str, **config_changes):
+    from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.pipeline import evaluate
+    from search_engine.problems_library import library_problem
+
+    problem = library_problem("softmax", scale="small").with_sizes(**GPU_PROBLEM_SIZES)
+    config = EvaluationConfig(ncu="off", time_compile_baseline=False, **config_changes)
+    return evaluate(problem, source, target="auto", timeout_s=300, config=config)
+
+
+@pytest.fixture(scope="module")
+def clean_result():
+    return _evaluate((CANDIDATES / "clean_softmax.py").read_text())
+
+
+def test_clean_kernel_is_correct_and_timed_on_gpu(clean_result):
+    r = clean_result
+    assert r.status == "correct", (r.message, r.logs[-2000:])
+    assert r.target != "interpreter"
+    cand = r.timing["candidate"]
+    assert cand.method == "cuda_events+l2_flush+device_sync"
+    assert cand.samples >= 10 and cand.median_ms > 0
+    assert r.timing["eager"].method == cand.method  # same method for the baseline
+    assert r.speedup_vs_eager is not None and r.speedup_vs_eager > 0
+    assert r.coverage is not None and r.coverage > 0.9  # device time in our kernel
+    assert r.diagnostics["coverage_method"].startswith("device time")
+    kernel = r.diagnostics["kernels"][0]
+    assert kernel["name"] == "softmax_kernel" and kernel["n_regs"] > 0
+    assert r.diagnostics["bottleneck"]["class"] in {"memory-bound", "compute-bound",
+                                                    "latency/occupancy-bound"}
+    assert r.reward > 1.0
+
+
+def test_non_default_stream_cannot_hide_work(clean_result):
+    r = _evaluate((CANDIDATES / "side_stream.py").read_text())
+    checks = {f.check for f in r.integrity_flags}
+    assert "runtime.non_default_stream" in checks, r.integrity_flags
+    # The device-wide sync keeps the side stream's kernel inside the measured interval.
+    assert r.timing["candidate"].median_ms >= 0.5 * clean_result.timing["candidate"].median_ms
+
+
+EXPECTED_ON_GPU = {
+    "clean_softmax": "correct",
+    "side_stream": "correct",  # correct values; timed without hiding the side stream
+    "result_reuse": "hack_suspected",
+    "timing_cache": "hack_suspected",
+    "input_zeroing": "hack_suspected",
+    "output_alias": "hack_suspected",
+    "constant_output": "incorrect",
+    "decoy_lazy": "rejected_lazy",
+    "decoy_softmax": "hack_suspected",
+    "try_fallback": "hack_suspected",
+    "fp16_downcast": "hack_suspected",
+    "background_thread": "hack_suspected",
+    "timer_patch": "hack_suspected",
+    "env_reader": "hack_suspected",
+    "socket_open": "hack_suspected",
+    "spawn_and_hang": "hack_suspected",
+    "no_kernel": "hack_suspected",
+    "syntax_error": "compile_error",
+    "hang": "timeout",
+}
+
+
+def test_every_fixture_gets_its_status_on_gpu():
+    """All adversarial and clean candidates at once through the LocalExecutor: checks run in
+    parallel sandboxes, timing one at a time on the GPU."""
+    from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.executor import LocalExecutor
+    from search_engine.problems_library import library_problem
+    from search_engine.protocols import EvaluationRequest
+
+    problem = library_problem("softmax", scale="small").with_sizes(**GPU_PROBLEM_SIZES)
+    config = EvaluationConfig(ncu="off", time_compile_baseline=False, min_timing_ms=30)
+    with LocalExecutor(max_workers=8, config=config) as ex:
+        futures = {
+            name: ex.submit(EvaluationRequest(problem.source,
+                                              (CANDIDATES / f"{name}.py").read_text(),
+                                              target="auto", timeout_s=40 if name == "hang" else 240))
+            for name in EXPECTED_ON_GPU
+        }
+        got = {name: f.result(timeout=400) for name, f in futures.items()}
+    wrong = {n: (r.status, r.message[:200]) for n, r in got.items() if r.status != EXPECTED_ON_GPU[n]}
+    assert not wrong, wrong
+    assert got["decoy_lazy"].coverage < 0.3
+    assert "runtime.result_caching_in_timing" in {f.check for f in got["timing_cache"].integrity_flags}
+
+
+def test_cli_json_on_gpu(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from search_engine.problems_library import LIBRARY_DIR
+
+    repo = Path(__file__).resolve().parents[3]
+    p = subprocess.run(
+        [sys.executable, "-m", "search_engine", "evaluate", "--problem",
+         str(LIBRARY_DIR / "softmax.py"), "--candidate", str(CANDIDATES / "clean_softmax.py"),
+         "--target", "h200", "--size", "batch_size=2048", "--size", "dim=4096", "--no-ncu",
+         "--json"], capture_output=True, text=True, cwd=repo, timeout=300)
+    data = json.loads(p.stdout.strip().splitlines()[-1])
+    assert data["status"] == "correct", data["message"]
+    assert data["target"] == "h200" and data["speedup_vs_compile"] is not None
