@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+import logging
+import os
+import socket
 
-from kernelhub.optimization.models import SearchSession
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+
+from kernelhub.optimization.models import HardwareTarget, SearchSession
 from kernelhub.optimization.selectors import session_list_for_user
 from kernelhub.review.selectors import approved_kernels_for_user, review_queue_for_user
-from kernelhub.teams.selectors import team_list_for_user
+from kernelhub.teams.selectors import team_list_for_user, teams_where_user_can
+
+logger = logging.getLogger(__name__)
+WORKER_STATUS_CACHE_S = 5
+SEARCH_QUEUE = "search"
 
 
 def knowledge_size() -> dict:
@@ -19,6 +29,81 @@ def knowledge_size() -> dict:
     return knowledge_stats()
 
 
+def worker_status(timeout_s: float = 0.5) -> dict:
+    """GPU workers (online, busy) and queue lengths; cached briefly, never slow.
+
+    {"mode": "embedded" | "distributed", "workers": [...], "queues": [...], "error": str}."""
+    found = cache.get("kernelhub:worker-status")
+    if found is None:
+        if settings.KERNELHUB_EXECUTOR == "celery":
+            found = celery_worker_status(timeout_s)
+        else:
+            found = local_worker_status()
+        cache.set("kernelhub:worker-status", found, WORKER_STATUS_CACHE_S)
+    return found
+
+
+def local_worker_status() -> dict:
+    """The embedded default: this server's LocalExecutor (evaluations as subprocesses)."""
+    from kernelhub.optimization import executors
+
+    executor = getattr(executors, "_local_executor", None)
+    capacity = executor.max_workers if executor else max(1, (os.cpu_count() or 2) - 1)
+    pool = getattr(executor, "_pool", None)
+    queued = pool._work_queue.qsize() if pool is not None else 0
+    running = SearchSession.objects.filter(status=SearchSession.Status.RUNNING).count()
+    return {
+        "mode": "embedded",
+        "workers": [{
+            "name": f"local@{socket.gethostname()}", "queues": "local subprocesses",
+            "online": True, "busy": running > 0 or queued > 0,
+            "active": running, "capacity": capacity,
+        }],
+        "queues": [{"name": "local evaluations", "length": queued}],
+        "error": "",
+    }
+
+
+def celery_worker_status(timeout_s: float) -> dict:
+    """Distributed mode: Celery's inspect (short timeout) and the Redis queue lengths."""
+    from kernelhub.celery import app
+
+    result = {"mode": "distributed", "workers": [], "queues": [], "error": ""}
+    queue_names = {SEARCH_QUEUE} | {
+        f"gpu.{name}" for name in HardwareTarget.objects.values_list("name", flat=True)}
+    try:
+        inspect = app.control.inspect(timeout=timeout_s)
+        active = inspect.active() or {}
+        worker_queues = inspect.active_queues() or {}
+    except Exception as exc:  # a dead broker is a status to show, not a page error
+        logger.warning("celery inspect failed: %s", exc)
+        active, worker_queues = {}, {}
+        result["error"] = f"workers unreachable: {type(exc).__name__}: {exc}"
+    for name in sorted(set(active) | set(worker_queues)):
+        queues = [q.get("name", "?") for q in worker_queues.get(name, [])]
+        queue_names.update(queues)
+        tasks = active.get(name, [])
+        result["workers"].append({
+            "name": name, "queues": ", ".join(queues) or "–", "online": True,
+            "busy": bool(tasks), "active": len(tasks), "capacity": None,
+        })
+    result["queues"] = queue_lengths(sorted(queue_names), result)
+    return result
+
+
+def queue_lengths(names: list[str], result: dict) -> list[dict]:
+    try:
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=0.5,
+                                      socket_connect_timeout=0.5)
+        return [{"name": name, "length": client.llen(name)} for name in names]
+    except Exception as exc:
+        result["error"] = (result["error"] + "; " if result["error"] else "") + \
+            f"queue lengths unavailable: {type(exc).__name__}: {exc}"
+        return [{"name": name, "length": None} for name in names]
+
+
 def dashboard_summary(user: AbstractBaseUser) -> dict:
     sessions = session_list_for_user(user)
     return {
@@ -28,4 +113,6 @@ def dashboard_summary(user: AbstractBaseUser) -> dict:
         "approved_kernels": approved_kernels_for_user(user)[:10],
         "review_queue_count": review_queue_for_user(user).count(),
         "knowledge": knowledge_size(),
+        "worker_status": worker_status(),
+        "can_launch": bool(teams_where_user_can(user, "launch")),
     }

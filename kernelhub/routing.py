@@ -1,3 +1,9 @@
-"""Websocket routes. The live-session consumer is added by the dashboard."""
+"""Websocket routes (wrapped by the origin check and session auth in `kernelhub.asgi`)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from kernelhub.optimization.consumers import SessionConsumer
+
+websocket_urlpatterns = [
+    path("ws/sessions/<int:session_id>/", SessionConsumer.as_asgi()),
+]

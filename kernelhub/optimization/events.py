@@ -7,17 +7,28 @@ group: in-process in the embedded default, through Redis in the distributed mode
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
 from kernelhub.optimization.models import SearchSession, SessionEvent
 
 logger = logging.getLogger(__name__)
+
+
+# The in-memory layer's queues belong to the server's event loop and are not thread-safe:
+# runner threads must hand their sends to that loop (consumers register it on connect).
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def register_event_loop(loop: asyncio.AbstractEventLoop) -> None:
+    global _server_loop
+    _server_loop = loop
 
 
 def session_group_name(session_id: int) -> str:
@@ -49,10 +60,21 @@ def _broadcast(session_id: int, event: SessionEvent) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    group = session_group_name(session_id)
+    message = {"type": "session.event", "event": event_to_message(event)}
     try:
-        async_to_sync(layer.group_send)(
-            session_group_name(session_id),
-            {"type": "session.event", "event": event_to_message(event)},
-        )
+        loop = _server_loop
+        if (isinstance(layer, InMemoryChannelLayer) and loop is not None and loop.is_running()
+                and not _running_on(loop)):
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+        else:
+            async_to_sync(layer.group_send)(group, message)
     except Exception:  # a dead broker must not kill the search; the page catches up by seq
         logger.exception("could not broadcast event %s of session %s", event.seq, session_id)
+
+
+def _running_on(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

@@ -1,0 +1,79 @@
+"""The new-session form: a problem (picked or uploaded), a target, a strategy and a budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.db.models import Q
+
+from kernelhub.optimization.models import SearchSession
+from kernelhub.optimization.selectors import hardware_target_list, problem_list_for_user
+from kernelhub.optimization.services import MAX_PROBLEM_BYTES, PRECISION_POLICIES
+from kernelhub.teams.selectors import teams_where_user_can
+
+
+class SessionForm(forms.Form):
+    team = forms.ModelChoiceField(queryset=None, empty_label=None)
+    problem = forms.ModelChoiceField(queryset=None, required=False,
+                                     empty_label="— upload a new problem below —")
+    problem_file = forms.FileField(required=False, label="…or upload a KernelBench problem (.py)")
+    problem_name = forms.CharField(required=False, max_length=200,
+                                   help_text="Defaults to the file name.")
+    hardware = forms.ModelChoiceField(queryset=None, empty_label=None)
+    strategy = forms.ChoiceField(choices=SearchSession.Strategy.choices)
+    synthesizer = forms.ChoiceField(choices=())
+    precision_policy = forms.ChoiceField(choices=[(p, p) for p in PRECISION_POLICIES])
+    budget_evaluations = forms.IntegerField(min_value=1, max_value=10_000, initial=24,
+                                            label="Budget: evaluations")
+    budget_minutes = forms.FloatField(min_value=0.1, max_value=24 * 60, initial=30,
+                                      label="Budget: minutes")
+    budget_cost_usd = forms.FloatField(min_value=0, initial=0,
+                                       label="Budget: LLM cost (USD, 0 = no limit)")
+    seed = forms.IntegerField(initial=0)
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        teams = teams_where_user_can(user, "launch")
+        self.fields["team"].queryset = _team_queryset(teams)
+        self.fields["problem"].queryset = problem_list_for_user(user).filter(
+            Q(team__isnull=True) | Q(team__in=teams))
+        self.fields["hardware"].queryset = hardware_target_list()
+        synthesizers = [(SearchSession.SynthesizerKind.OFFLINE, "Offline templates")]
+        if settings.LLM_CONFIGURED:
+            synthesizers.insert(0, (SearchSession.SynthesizerKind.LLM, "LLM"))
+        self.fields["synthesizer"].choices = synthesizers
+        interpreter = self.fields["hardware"].queryset.filter(name="interpreter").first()
+        if interpreter is not None and not self.is_bound:
+            self.initial.setdefault("hardware", interpreter.pk)
+
+    def clean_problem_file(self):
+        upload = self.cleaned_data.get("problem_file")
+        if upload is None:
+            return None
+        if upload.size > MAX_PROBLEM_BYTES:
+            raise forms.ValidationError(
+                f"The problem file is larger than {MAX_PROBLEM_BYTES // 1000} kB.")
+        try:
+            return {"name": Path(upload.name).stem, "source": upload.read().decode("utf-8")}
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The problem file is not UTF-8 text (expected a .py file).")
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("problem") and not data.get("problem_file") \
+                and "problem_file" not in self.errors:
+            raise forms.ValidationError("Pick a problem or upload one.")
+        if data.get("problem") and data.get("problem_file"):
+            raise forms.ValidationError("Pick a problem or upload one, not both.")
+        problem, team = data.get("problem"), data.get("team")
+        if problem is not None and team is not None and problem.team_id not in (None, team.pk):
+            self.add_error("problem", "That problem belongs to another team.")
+        return data
+
+
+def _team_queryset(teams):
+    from kernelhub.teams.models import Team
+
+    return Team.objects.filter(pk__in=[t.pk for t in teams])

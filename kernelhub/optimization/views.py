@@ -1,0 +1,334 @@
+"""Pages of sessions and candidates. Thin: reads through selectors, writes through services."""
+
+from __future__ import annotations
+
+import difflib
+import logging
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer, PythonLexer
+
+from kernelhub.optimization import services
+from kernelhub.optimization.forms import SessionForm
+from kernelhub.optimization.models import Problem, SearchSession
+from kernelhub.optimization.selectors import (
+    candidate_get_for_user,
+    problem_get_for_user,
+    session_get_for_user,
+    session_list_for_user,
+)
+from kernelhub.teams.selectors import teams_where_user_can, user_can
+
+logger = logging.getLogger(__name__)
+CONTROL_ACTIONS = {
+    "pause": services.session_pause,
+    "resume": services.session_resume,
+    "cancel": services.session_cancel,
+}
+CODE_STYLE = "monokai"
+
+
+# --- offline coverage -------------------------------------------------------------------------
+
+def offline_coverage(problem: Problem) -> dict:
+    """Whether the offline synthesizer can write kernels for `problem` (cached by source hash).
+
+    Returns {"state": "covered" | "uncovered" | "unknown", "detail": str}."""
+    key = f"offline-coverage:{problem.source_sha256}"
+    found = cache.get(key)
+    if found is None:
+        found = _offline_coverage_uncached(problem.source)
+        if found["state"] != "unknown":
+            cache.set(key, found, 24 * 3600)
+    return found
+
+
+def _offline_coverage_uncached(source: str) -> dict:
+    try:
+        from search_engine.synthesis.base import NotCoveredError
+        from search_engine.synthesis.offline import OfflineSynthesizer
+    except ImportError:
+        return {"state": "unknown",
+                "detail": "coverage unknown: the offline synthesizer is not installed"}
+    try:
+        family = OfflineSynthesizer().check_covered(source)
+    except NotCoveredError as exc:
+        return {"state": "uncovered", "detail": str(exc), "ops": exc.ops}
+    except Exception as exc:  # a problem the analysis trips on: say so, don't fail the page
+        logger.warning("offline coverage check failed: %s", exc)
+        return {"state": "unknown", "detail": f"coverage unknown: {type(exc).__name__}: {exc}"}
+    return {"state": "covered", "detail": f"covered (template family: {family})", "family": family}
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+@login_required
+@require_GET
+def session_list(request):
+    sessions = session_list_for_user(request.user)[:200]
+    can_launch = bool(teams_where_user_can(request.user, "launch"))
+    return render(request, "optimization/session_list.html",
+                  {"sessions": sessions, "can_launch": can_launch})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def session_new(request):
+    if request.method == "POST":
+        form = SessionForm(request.POST, request.FILES, user=request.user)
+        if form.is_valid():
+            session = _create_session_from_form(request, form)
+            if session is not None:
+                return redirect("optimization:session_detail", pk=session.pk)
+        status = 400
+    else:
+        form = SessionForm(user=request.user, initial={"problem": request.GET.get("problem")})
+        status = 200
+    if not form.fields["team"].queryset.exists():
+        raise PermissionDenied("Only engineers and admins of a team launch sessions.")
+    return render(request, "optimization/session_new.html", {"form": form}, status=status)
+
+
+def _create_session_from_form(request, form: SessionForm) -> SearchSession | None:
+    """Store the uploaded problem (if any), the session, and start it; form errors otherwise."""
+    data = form.cleaned_data
+    team, problem = data["team"], data.get("problem")
+    if data.get("problem_file"):
+        upload = data["problem_file"]
+        try:
+            problem = services.problem_create(
+                name=(data.get("problem_name") or upload["name"]).strip(),
+                source=upload["source"], team=team, user=request.user)
+        except ValidationError as exc:
+            form.add_error("problem_file", " ".join(exc.messages))
+            return None
+        messages.success(request, f"Problem {problem.name!r} validated and stored.")
+    if data["synthesizer"] == SearchSession.SynthesizerKind.OFFLINE:
+        coverage = offline_coverage(problem)
+        if coverage["state"] == "uncovered":
+            form.add_error("problem", "The offline synthesizer does not cover this problem: "
+                           f"{coverage['detail']}. Pick the LLM synthesizer or another problem.")
+            return None
+    try:
+        session = services.session_create(
+            user=request.user, team=team, problem=problem, hardware=data["hardware"],
+            strategy=data["strategy"], synthesizer=data["synthesizer"],
+            budget_evaluations=data["budget_evaluations"], budget_minutes=data["budget_minutes"],
+            budget_cost_usd=data["budget_cost_usd"], precision_policy=data["precision_policy"],
+            seed=data["seed"])
+    except ValidationError as exc:
+        form.add_error(None, " ".join(exc.messages))
+        return None
+    _start(request, session)
+    return session
+
+
+def _start(request, session: SearchSession) -> None:
+    try:
+        services.session_start(session)
+    except ImportError as exc:
+        messages.warning(request, f"Session stored but not started: {exc}.")
+    except Exception as exc:  # keep the stored session; tell the user why it did not start
+        logger.exception("could not start session %s", session.pk)
+        services.session_set_status(session, SearchSession.Status.FAILED,
+                                    f"could not start: {type(exc).__name__}: {exc}")
+        messages.error(request, f"The session could not start: {exc}")
+
+
+@login_required
+@require_GET
+def problem_coverage(request):
+    """htmx partial: does the offline synthesizer cover the picked problem?"""
+    try:
+        problem = problem_get_for_user(request.user, int(request.GET.get("problem") or 0))
+    except (ValueError, Http404):
+        return render(request, "optimization/partials/coverage.html", {"coverage": None})
+    return render(request, "optimization/partials/coverage.html",
+                  {"coverage": offline_coverage(problem), "problem": problem})
+
+
+@login_required
+@require_GET
+def session_detail(request, pk: int):
+    session = session_get_for_user(request.user, pk)
+    hw = session.hardware
+    page_config = {
+        "session_id": session.pk,
+        "ws_path": f"/ws/sessions/{session.pk}/",
+        "candidate_url": reverse("optimization:candidate_detail", args=[0]),
+        "diagnostics_url": reverse("optimization:candidate_diagnostics", args=[0]),
+        "controls_url": reverse("optimization:session_controls", args=[session.pk]),
+        "budget_evaluations": session.budget_evaluations,
+        "budget_minutes": session.budget_minutes,
+        "status": session.status,
+        "created_at": session.created_at.isoformat(),
+        "hardware": {"name": hw.name, "display_name": hw.display_name,
+                     "memory_bandwidth_gbs": hw.memory_bandwidth_gbs,
+                     "fp32_tflops": hw.fp32_tflops, "bf16_tflops": hw.bf16_tflops,
+                     "is_interpreter": hw.is_interpreter},
+    }
+    return render(request, "optimization/session_detail.html", {
+        "session": session, "page_config": page_config,
+        **_controls_context(request.user, session),
+    })
+
+
+def _controls_context(user, session: SearchSession) -> dict:
+    can_control = user_can(user, session.team, "launch")
+    return {
+        "session": session,
+        "can_control": can_control,
+        "can_pause": can_control and session.status in (SearchSession.Status.RUNNING,
+                                                        SearchSession.Status.QUEUED),
+        "can_resume": can_control and session.status == SearchSession.Status.PAUSED,
+        "can_cancel": can_control and session.is_active,
+    }
+
+
+@login_required
+@require_GET
+def session_controls(request, pk: int):
+    session = session_get_for_user(request.user, pk)
+    return render(request, "optimization/partials/controls.html",
+                  _controls_context(request.user, session))
+
+
+@login_required
+@require_POST
+def session_control(request, pk: int, action: str):
+    session = session_get_for_user(request.user, pk)
+    if not user_can(request.user, session.team, "launch"):
+        raise PermissionDenied("Only engineers and admins of the team control sessions.")
+    service = CONTROL_ACTIONS.get(action)
+    if service is None:
+        raise Http404("No such action.")
+    error = None
+    try:
+        session = service(session, request.user)
+    except ValidationError as exc:
+        error = " ".join(exc.messages)
+    if request.htmx:
+        session.refresh_from_db()
+        context = _controls_context(request.user, session) | {"error": error}
+        return render(request, "optimization/partials/controls.html", context)
+    if error:
+        messages.error(request, error)
+    else:
+        done = {"pause": "paused", "resume": "resumed", "cancel": "cancelled"}[action]
+        messages.success(request, f"Session {done}.")
+    return redirect("optimization:session_detail", pk=session.pk)
+
+
+@login_required
+@require_GET
+def session_events(request, pk: int):
+    """The stored events after `?after=` (a fallback for clients without websockets)."""
+    from kernelhub.optimization.events import event_to_message
+    from kernelhub.optimization.selectors import session_events_after
+
+    session = session_get_for_user(request.user, pk)
+    try:
+        after = max(int(request.GET.get("after", 0)), 0)
+    except ValueError:
+        after = 0
+    events = [event_to_message(e) for e in session_events_after(session, after)[:2000]]
+    return JsonResponse({"events": events, "last_seq": session.last_seq})
+
+
+# --- candidates -------------------------------------------------------------------------------
+
+@login_required
+@require_GET
+def candidate_detail(request, pk: int):
+    candidate = candidate_get_for_user(request.user, pk)
+    session = candidate.session
+    formatter = HtmlFormatter(linenos="table", cssclass="highlight", style=CODE_STYLE)
+    parent = candidate.parent
+    diff_lines = list(difflib.unified_diff(
+        (parent.source if parent else "").splitlines(keepends=True),
+        candidate.source.splitlines(keepends=True),
+        fromfile=f"{parent.node_id if parent else 'empty'}.py", tofile=f"{candidate.node_id}.py"))
+    result = candidate.result or {}
+    return render(request, "optimization/candidate_detail.html", {
+        "candidate": candidate, "session": session, "parent": parent,
+        "source_html": highlight(candidate.source or "# (no source)\n", PythonLexer(), formatter),
+        "diff_html": highlight("".join(diff_lines), DiffLexer(),
+                               HtmlFormatter(cssclass="highlight", style=CODE_STYLE))
+        if diff_lines else "",
+        "diff_stats": _diff_stats(diff_lines),
+        "code_css": HtmlFormatter(style=CODE_STYLE).get_style_defs(".highlight"),
+        "timing_rows": _timing_rows(candidate.timing or result.get("timing") or {}),
+        "trials": result.get("correctness") or [],
+        "kernels": (candidate.diagnostics or {}).get("kernels") or [],
+        "bottleneck": (candidate.diagnostics or {}).get("bottleneck") or {},
+        "roofline": (candidate.diagnostics or {}).get("roofline") or {},
+        "logs": result.get("logs") or "",
+        "speedup_label": result.get("speedup_label") or "",
+        "can_propose": candidate.status == "correct"
+        and user_can(request.user, session.team, "propose"),
+        "pending_review": candidate.reviews.filter(status="pending").first(),
+        "children": candidate.children.order_by("id"),
+    })
+
+
+def _diff_stats(lines: list[str]) -> str:
+    added = sum(1 for l in lines if l.startswith("+") and not l.startswith("+++"))
+    removed = sum(1 for l in lines if l.startswith("-") and not l.startswith("---"))
+    return format_html("<span class='added'>+{}</span> <span class='removed'>−{}</span>",
+                       added, removed)
+
+
+def _timing_rows(timing: dict) -> list[dict]:
+    order = {"candidate": 0, "eager": 1, "compile": 2}
+    return [dict(name=name, **(stats or {}))
+            for name, stats in sorted(timing.items(), key=lambda kv: order.get(kv[0], 9))]
+
+
+@login_required
+@require_GET
+def candidate_diagnostics(request, pk: int):
+    """What the live page's diagnostics panel shows for one node."""
+    candidate = candidate_get_for_user(request.user, pk)
+    diagnostics = candidate.diagnostics or {}
+    timing = candidate.timing or {}
+    return JsonResponse({
+        "candidate_pk": candidate.pk, "node_id": candidate.node_id, "status": candidate.status,
+        "message": candidate.message, "depth": candidate.depth,
+        "url": reverse("optimization:candidate_detail", args=[candidate.pk]),
+        "speedup_vs_eager": candidate.speedup_vs_eager,
+        "speedup_vs_compile": candidate.speedup_vs_compile,
+        "reward": candidate.reward, "advantage": candidate.advantage,
+        "coverage": candidate.coverage,
+        "bottleneck": diagnostics.get("bottleneck") or {},
+        "roofline": diagnostics.get("roofline") or {},
+        "kernels": diagnostics.get("kernels") or [],
+        "candidate_ms": (timing.get("candidate") or {}).get("median_ms"),
+        "transformation": (candidate.origin or {}).get("transformation", ""),
+        "integrity_flags": candidate.integrity_flags or [],
+    })
+
+
+@login_required
+@require_POST
+def candidate_propose(request, pk: int):
+    from kernelhub.review.services import kernel_propose
+
+    candidate = candidate_get_for_user(request.user, pk)
+    try:
+        kernel_propose(candidate=candidate, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"{candidate.node_id} is in the review queue.")
+    return redirect("optimization:candidate_detail", pk=candidate.pk)
+

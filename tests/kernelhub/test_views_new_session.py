@@ -1,0 +1,168 @@
+"""The new-session form: pick or upload a problem, offline coverage, budgets, start."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from kernelhub.optimization import services
+from kernelhub.optimization.models import Problem, SearchSession
+
+pytestmark = pytest.mark.django_db
+
+UNCOVERED_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sort(x, dim=-1).values
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.fixture
+def started(monkeypatch):
+    calls = []
+    monkeypatch.setattr(services, "session_start", lambda session: calls.append(session.pk))
+    return calls
+
+
+def login(client, team, role):
+    assert client.login(username=f"{team}-{role}", password=f"pw-{role}")
+
+
+def form_data(hardware, **extra):
+    data = {"team": "", "strategy": "mcts", "synthesizer": "offline", "precision_policy": "strict",
+            "hardware": hardware["interpreter"].pk, "budget_evaluations": 6,
+            "budget_minutes": 5, "budget_cost_usd": 0, "seed": 0}
+    data.update(extra)
+    return data
+
+
+def test_launch_with_a_library_problem_starts_the_session(client, teams, hardware,
+                                                          library_problem, started):
+    login(client, "alpha", "engineer")
+    page = client.get(reverse("optimization:session_new")).content.decode()
+    assert library_problem.name in page and 'value="llm"' not in page  # no LLM configured
+    response = client.post(reverse("optimization:session_new"), form_data(
+        hardware, team=teams["alpha"].pk, problem=library_problem.pk, strategy="evolution"))
+    session = SearchSession.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("optimization:session_detail", args=[session.pk])
+    assert session.team == teams["alpha"] and session.strategy == "evolution"
+    assert session.budget_evaluations == 6 and session.hardware.name == "interpreter"
+    assert started == [session.pk]
+
+
+def test_upload_validates_and_stores_the_problem(client, teams, hardware, tiny_problem_source,
+                                                 started):
+    login(client, "alpha", "engineer")
+    upload = SimpleUploadedFile("my_relu.py", tiny_problem_source.encode())
+    response = client.post(reverse("optimization:session_new"),
+                           form_data(hardware, team=teams["alpha"].pk, problem_file=upload))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    problem = Problem.objects.get(name="my_relu")
+    assert problem.team == teams["alpha"]
+    assert SearchSession.objects.get().problem == problem and len(started) == 1
+
+
+def test_invalid_upload_gets_a_clear_message_and_stores_nothing(client, teams, hardware, started):
+    login(client, "alpha", "engineer")
+    upload = SimpleUploadedFile(
+        "broken.py", b"import torch\nclass Model(torch.nn.Module):\n    pass\n")
+    response = client.post(reverse("optimization:session_new"),
+                           form_data(hardware, team=teams["alpha"].pk, problem_file=upload))
+    page = response.content.decode()
+    assert response.status_code == 400 and 'id="upload-error"' in page
+    assert "get_inputs" in page
+    assert not Problem.objects.exists() and not SearchSession.objects.exists() and not started
+
+
+def test_binary_upload_is_refused_clearly(client, teams, hardware, started):
+    login(client, "alpha", "engineer")
+    upload = SimpleUploadedFile("weights.py", b"\xff\xfe\x00\x81binary")
+    response = client.post(reverse("optimization:session_new"),
+                           form_data(hardware, team=teams["alpha"].pk, problem_file=upload))
+    assert response.status_code == 400 and "not UTF-8 text" in response.content.decode()
+
+
+def test_no_problem_at_all_is_refused(client, teams, hardware, started):
+    login(client, "alpha", "engineer")
+    response = client.post(reverse("optimization:session_new"),
+                           form_data(hardware, team=teams["alpha"].pk))
+    assert response.status_code == 400
+    assert "Pick a problem or upload one" in response.content.decode()
+
+
+def test_bad_budget_keeps_the_other_fields(client, teams, hardware, library_problem, started):
+    login(client, "alpha", "engineer")
+    response = client.post(reverse("optimization:session_new"), form_data(
+        hardware, team=teams["alpha"].pk, problem=library_problem.pk, budget_evaluations=0,
+        seed=42))
+    page = response.content.decode()
+    assert response.status_code == 400 and "Budget: evaluations" in page
+    assert 'value="42"' in page and not SearchSession.objects.exists()
+
+
+def test_offline_synthesizer_refuses_an_uncovered_problem_up_front(client, teams, hardware,
+                                                                   started):
+    login(client, "alpha", "engineer")
+    upload = SimpleUploadedFile("sorter.py", UNCOVERED_PROBLEM.encode())
+    response = client.post(reverse("optimization:session_new"),
+                           form_data(hardware, team=teams["alpha"].pk, problem_file=upload))
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "offline synthesizer does not cover this problem" in page and "sort" in page
+    # The validated upload is kept, so the user can pick it with another synthesizer.
+    assert Problem.objects.filter(name="sorter").exists() and not SearchSession.objects.exists()
+
+
+def test_coverage_partial(client, teams, library_problem):
+    login(client, "alpha", "viewer")
+    page = client.get(reverse("optimization:problem_coverage") + f"?problem={library_problem.pk}"
+                      ).content.decode()
+    assert 'data-state="covered"' in page and "elementwise" in page
+    empty = client.get(reverse("optimization:problem_coverage") + "?problem=").content.decode()
+    assert "Pick a library or team problem" in empty
+
+
+def test_coverage_is_unknown_when_the_synthesizer_is_missing(monkeypatch, library_problem):
+    import builtins
+
+    from kernelhub.optimization import views
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.startswith("search_engine.synthesis"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    assert views._offline_coverage_uncached(library_problem.source)["state"] == "unknown"
+
+
+def test_llm_synthesizer_offered_when_configured(client, teams, settings):
+    settings.LLM_CONFIGURED = True
+    login(client, "alpha", "engineer")
+    assert 'value="llm"' in client.get(reverse("optimization:session_new")).content.decode()
+
+
+def test_team_problems_of_other_teams_are_not_offered(client, teams, hardware, tiny_problem_source):
+    import hashlib
+
+    foreign = Problem.objects.create(team=teams["beta"], name="beta-secret",
+                                     source=tiny_problem_source,
+                                     source_sha256=hashlib.sha256(b"x").hexdigest())
+    login(client, "alpha", "engineer")
+    assert "beta-secret" not in client.get(reverse("optimization:session_new")).content.decode()
+    response = client.post(reverse("optimization:session_new"),
+                           form_data(hardware, team=teams["alpha"].pk, problem=foreign.pk))
+    assert response.status_code == 400 and not SearchSession.objects.exists()
