@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "kernelhub.teams",
     "kernelhub.optimization",
     "kernelhub.review",
+    "kernelhub.api",
     "knowledge",
 ]
 

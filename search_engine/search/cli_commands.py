@@ -1,0 +1,381 @@
+"""`python -m search_engine optimize` and `python -m search_engine suite`.
+
+search_engine/cli.py imports this module lazily and calls `register_optimize(subparsers)` and
+`register_suite(subparsers)`; each sets `func=handler(args) -> exit code`.
+
+optimize --json prints one JSON object on its last stdout line::
+
+    {"evaluated": 12, "status": "completed", "reason": "...", "problem": "softmax",
+     "target": "interpreter", "strategy": "mcts", "synthesizer": "offline", "seed": 0,
+     "best": {"node_id": 3, "status": "correct", "source": "...", "reward": 1.5,
+              "speedup_vs_eager": 1.3, "speedup_vs_compile": 0.9, "speedup_label": "..."},
+     "nodes": [{"id": 0, "parent": null, "status": "reference", "reward": null,
+                "advantage": null, "transformation": "", "speedup_vs_eager": null}, ...],
+     "baselines": {...}, "elapsed_s": 40.1, "cost_usd": 0.0}
+
+Exit codes: 0 a verified kernel was found; 1 the search ended without one; 2 bad input;
+3 the offline synthesizer does not cover the problem (the message names the ops).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+
+def _common_arguments(p) -> None:
+    p.add_argument("--target", default="auto",
+                   help="h200 | interpreter | auto (default) | a name in search_engine.hardware")
+    p.add_argument("--strategy", default="mcts", choices=["mcts", "evolution"])
+    p.add_argument("--synthesizer", default="offline", choices=["offline", "llm"])
+    p.add_argument("--budget", type=int, default=12, help="evaluations (default 12)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--precision", default="strict", choices=["strict", "tf32", "bf16"])
+    p.add_argument("--parallel", type=int, default=2,
+                   help="evaluations in flight and evaluation workers (default 2)")
+    p.add_argument("--children", type=int, default=2, help="children proposed per step")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds per evaluation")
+    p.add_argument("--max-seconds", type=float, default=None, help="wall-clock limit")
+    p.add_argument("--max-cost", type=float, default=None, help="LLM cost limit in USD")
+    p.add_argument("--plateau", type=int, default=None,
+                   help="stop after N evaluations without improvement")
+    p.add_argument("--unordered", action="store_true",
+                   help="apply results as they finish (faster, not reproducible)")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a module-level size of the problem (repeatable)")
+    p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute metrics")
+    p.add_argument("--llm-base-url", default=os.environ.get("OPENAI_BASE_URL"),
+                   help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
+    p.add_argument("--llm-model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    p.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the API key (never pass keys as flags)")
+
+
+def register_optimize(subparsers) -> None:
+    p = subparsers.add_parser(
+        "optimize", help="tree search for a fast, verified Triton kernel for a problem",
+        description="Search a tree of candidate kernels (MCTS or evolution) written by the "
+                    "offline template synthesizer or an LLM, each evaluated in a sandbox.")
+    p.add_argument("--problem", required=True, help="KernelBench problem file")
+    _common_arguments(p)
+    p.add_argument("--out", default=None, help="write the whole tree (node dicts) as JSON here")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object on the last line")
+    p.set_defaults(func=cmd_optimize)
+
+
+def register_suite(subparsers) -> None:
+    p = subparsers.add_parser(
+        "suite", help="run optimize over every problem in a folder and write a JSON report")
+    p.add_argument("dir", help="folder of KernelBench problem files (*.py)")
+    _common_arguments(p)
+    p.add_argument("--report", default="suite_report.json",
+                   help="where to write the JSON report (default ./suite_report.json)")
+    p.add_argument("--json", action="store_true", help="also print the report on the last line")
+    p.set_defaults(func=cmd_suite)
+
+
+# -- building blocks ------------------------------------------------------------------------
+
+def parse_sizes(items: list[str]) -> dict[str, int | float]:
+    sizes: dict[str, int | float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--size expects NAME=VALUE, got {item!r}")
+        try:
+            sizes[name] = int(value)
+        except ValueError:
+            try:
+                sizes[name] = float(value)
+            except ValueError:
+                raise ValueError(f"--size {name}: {value!r} is not a number") from None
+    return sizes
+
+
+def make_synthesizer(args):
+    if args.synthesizer == "offline":
+        from search_engine.synthesis.offline import OfflineSynthesizer
+
+        return OfflineSynthesizer()
+    from search_engine.synthesis.llm import LLMConfig, LLMSynthesizer
+
+    if not args.llm_base_url:
+        raise ValueError("--synthesizer llm needs an endpoint: --llm-base-url or OPENAI_BASE_URL")
+    return LLMSynthesizer(LLMConfig(base_url=args.llm_base_url, model=args.llm_model,
+                                    api_key=os.environ.get(args.llm_api_key_env, "none")))
+
+
+def make_executor(args):
+    from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.executor import LocalExecutor
+
+    config = EvaluationConfig()
+    if args.no_ncu:
+        config = replace(config, ncu="off")
+    return LocalExecutor(max_workers=max(1, args.parallel), config=config)
+
+
+def make_config(args):
+    from search_engine.search.loop import SearchConfig
+
+    return SearchConfig(strategy=args.strategy, budget=args.budget, seed=args.seed,
+                        children_per_step=args.children, max_in_flight=max(1, args.parallel),
+                        ordered=not args.unordered, max_seconds=args.max_seconds,
+                        max_cost_usd=args.max_cost, plateau_window=args.plateau,
+                        precision_policy=args.precision, eval_timeout_s=args.timeout)
+
+
+class ProgressBar:
+    """evaluations done / budget and the best speedup so far, redrawn on every event."""
+
+    def __init__(self, budget: int, stream, width: int = 24):
+        self.budget, self.stream, self.width = budget, stream, width
+        self.evaluated, self.best = 0, None
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind, payload = event["type"], event["payload"]
+        if kind == "node_evaluated" and payload.get("id") != 0 and \
+                payload.get("status") not in ("reference", "cancelled"):
+            self.evaluated += 1
+        elif kind == "best_improved":
+            self.best = payload
+        elif kind == "log" and payload.get("level") != "info":
+            self._line(f"  {payload['level']}: {payload['message']}")
+            return
+        elif kind != "status_changed":
+            return
+        self._draw()
+
+    def _draw(self) -> None:
+        done = min(self.evaluated, self.budget)
+        filled = int(self.width * done / max(self.budget, 1))
+        bar = "#" * filled + "." * (self.width - filled)
+        best = "best: none yet"
+        if self.best is not None:
+            speedup = self.best.get("speedup_vs_eager")
+            best = (f"best: node {self.best['node_id']} "
+                    + (f"{speedup:.2f}x vs eager" if speedup else "correct (interpreter: "
+                       "no speedup)") + f", reward {self.best['reward']:.2f}")
+        text = f"[{bar}] {done}/{self.budget} evaluations | {best}"
+        if self.tty:
+            self.stream.write("\r" + text.ljust(100))
+            self.stream.flush()
+        else:
+            self._line(text)
+
+    def _line(self, text: str) -> None:
+        self.stream.write(("\n" if self.tty else "") + text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+
+
+def outcome_json(outcome, problem_name: str, args) -> dict[str, Any]:
+    best = outcome.best
+    best_json = None
+    if best is not None:
+        result = best.get("result") or {}
+        best_json = {"node_id": best["id"], "status": best["status"], "source": best["source"],
+                     "reward": best["reward"], "speedup_vs_eager": best["speedup_vs_eager"],
+                     "speedup_vs_compile": best["speedup_vs_compile"],
+                     "speedup_label": result.get("speedup_label", ""),
+                     "coverage": best["coverage"],
+                     "transformation": best["origin"].get("transformation"),
+                     "params": best["origin"].get("params")}
+    nodes = [{"id": n["id"], "parent": n["parent_id"], "status": n["status"],
+              "reward": n["reward"], "advantage": n["advantage"],
+              "transformation": n["origin"].get("transformation", ""),
+              "speedup_vs_eager": n["speedup_vs_eager"],
+              "speedup_vs_compile": n["speedup_vs_compile"],
+              "message": ((n.get("result") or {}).get("message") or "")[:300]}
+             for n in outcome.nodes]
+    return {"evaluated": outcome.evaluated, "status": outcome.status, "reason": outcome.reason,
+            "problem": problem_name, "target": args.target, "strategy": args.strategy,
+            "synthesizer": args.synthesizer, "seed": args.seed, "best": best_json,
+            "nodes": nodes, "baselines": outcome.baselines, "elapsed_s": outcome.elapsed_s,
+            "cost_usd": outcome.cost_usd}
+
+
+def optimize_problem(problem, args, executor, synthesizer, stream) -> dict[str, Any]:
+    """Run one search; the JSON summary (with `not_covered` status when it cannot start)."""
+    from search_engine.hardware import get_target
+    from search_engine.search.loop import SearchRunner
+    from search_engine.synthesis.base import NotCoveredError
+
+    target = get_target(args.target)
+    args.target = target.name
+    try:
+        if hasattr(synthesizer, "check_covered"):
+            synthesizer.check_covered(problem.source)
+    except NotCoveredError as exc:
+        return {"evaluated": 0, "status": "not_covered", "reason": str(exc), "ops": exc.ops,
+                "problem": problem.name, "target": target.name, "strategy": args.strategy,
+                "synthesizer": args.synthesizer, "seed": args.seed, "best": None, "nodes": []}
+    bar = ProgressBar(args.budget, stream)
+    runner = SearchRunner(problem.source, target, synthesizer, executor, make_config(args),
+                          on_event=bar, session=problem.name)
+    outcome = runner.run()
+    bar.close()
+    summary = outcome_json(outcome, problem.name, args)
+    summary["_nodes_full"] = outcome.nodes
+    return summary
+
+
+def cmd_optimize(args) -> int:
+    from search_engine.hardware import get_target
+    from search_engine.problems import Problem, ProblemError
+
+    stream = sys.stderr if args.json else sys.stdout
+    try:
+        problem = Problem.from_file(args.problem).with_sizes(**parse_sizes(args.size))
+        if args.budget < 1:
+            raise ValueError("--budget must be at least 1")
+        args.target = get_target(args.target).name
+        synthesizer = make_synthesizer(args)
+        executor = make_executor(args)
+    except (ProblemError, ValueError) as exc:
+        return _fail(args, str(exc), 2)
+    try:
+        summary = optimize_problem(problem, args, executor, synthesizer, stream)
+    finally:
+        executor.shutdown()
+    nodes_full = summary.pop("_nodes_full", None)
+    if args.out and nodes_full is not None:
+        Path(args.out).write_text(json.dumps(nodes_full, indent=1, default=str))
+    if summary["status"] == "not_covered":
+        print(f"not covered: {summary['reason']}", file=sys.stderr)
+    elif not args.json:
+        _print_summary(summary)
+    if args.json:
+        print(json.dumps(summary, default=str))
+    if summary["status"] == "not_covered":
+        return 3
+    return 0 if summary["best"] is not None else 1
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    print(f"\n{summary['status']}: {summary['reason']} ({summary['evaluated']} evaluations, "
+          f"{summary['elapsed_s']:.1f} s)")
+    for n in summary["nodes"]:
+        speed = f"{n['speedup_vs_eager']:.2f}x" if n["speedup_vs_eager"] else "-"
+        reward = f"{n['reward']:.3f}" if n["reward"] is not None else "-"
+        adv = f"{n['advantage']:+.3f}" if n["advantage"] is not None else "-"
+        print(f"  node {n['id']:>3} <- {str(n['parent']):>4}  {n['status']:<15} reward {reward:>6}"
+              f"  A {adv:>7}  {speed:>7}  {n['transformation']}")
+    best = summary["best"]
+    if best is None:
+        print("no verified kernel found")
+        return
+    print(f"best: node {best['node_id']} ({best['status']}), speedup vs eager "
+          f"{best['speedup_vs_eager']}, vs torch.compile {best['speedup_vs_compile']} "
+          f"{best['speedup_label']}")
+
+
+def _fail(args, message: str, code: int) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"status": "error", "message": message, "evaluated": 0, "best": None,
+                          "nodes": []}))
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def cmd_suite(args) -> int:
+    from search_engine.problems import Problem, ProblemError
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        return _fail(args, f"{folder} is not a folder", 2)
+    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        return _fail(args, f"no problem files (*.py) in {folder}", 2)
+    try:
+        from search_engine.hardware import get_target
+
+        sizes = parse_sizes(args.size)
+        if args.budget < 1:
+            raise ValueError("--budget must be at least 1")
+        args.target = get_target(args.target).name
+        synthesizer = make_synthesizer(args)
+        executor = make_executor(args)
+    except ValueError as exc:
+        return _fail(args, str(exc), 2)
+    started, rows = time.time(), []
+    stream = sys.stderr if args.json else sys.stdout
+    try:
+        for path in files:
+            print(f"== {path.name}", file=stream)
+            try:
+                problem = Problem.from_file(path)
+                known = {k: v for k, v in sizes.items() if k in problem.sizes}
+                problem = problem.with_sizes(**known)
+            except ProblemError as exc:
+                rows.append({"problem": path.stem, "status": "invalid", "reason": str(exc)})
+                continue
+            summary = optimize_problem(problem, args, executor, synthesizer, stream)
+            summary.pop("_nodes_full", None)
+            rows.append(_suite_row(path, summary))
+    finally:
+        executor.shutdown()
+    report = _suite_report(args, folder, rows, time.time() - started)
+    Path(args.report).write_text(json.dumps(report, indent=1, default=str))
+    print(f"report written to {args.report}", file=stream)
+    for row in rows:
+        print(f"  {row['problem']:<28} {row['status']:<12} "
+              f"{_fmt(row.get('best_speedup_vs_eager'))} vs eager  "
+              f"{_fmt(row.get('best_speedup_vs_compile'))} vs compile  "
+              f"{row.get('reason', '')[:80]}", file=stream)
+    if args.json:
+        print(json.dumps(report, default=str))
+    return 0
+
+
+def _fmt(value) -> str:
+    return f"{value:6.2f}x" if isinstance(value, (int, float)) else "     -"
+
+
+def _suite_row(path: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    best = summary.get("best") or {}
+    status = summary["status"]
+    if status not in ("not_covered",):
+        status = "solved" if best else "unsolved"
+    return {"problem": path.stem, "file": str(path), "status": status,
+            "reason": summary.get("reason", ""), "ops": summary.get("ops", []),
+            "evaluated": summary.get("evaluated", 0), "best_node_id": best.get("node_id"),
+            "best_reward": best.get("reward"),
+            "best_speedup_vs_eager": best.get("speedup_vs_eager"),
+            "best_speedup_vs_compile": best.get("speedup_vs_compile"),
+            "speedup_label": best.get("speedup_label", ""),
+            "baselines": summary.get("baselines", {}), "elapsed_s": summary.get("elapsed_s"),
+            "best_source": best.get("source")}
+
+
+def _suite_report(args, folder: Path, rows: list[dict], elapsed: float) -> dict[str, Any]:
+    import math
+
+    speedups = [r["best_speedup_vs_eager"] for r in rows
+                if isinstance(r.get("best_speedup_vs_eager"), (int, float))
+                and r["best_speedup_vs_eager"] > 0]
+    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    return {
+        "folder": str(folder), "target": args.target, "strategy": args.strategy,
+        "synthesizer": args.synthesizer, "budget": args.budget, "seed": args.seed,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "elapsed_s": round(elapsed, 1),
+        "summary": {"problems": len(rows),
+                    "solved": sum(r["status"] == "solved" for r in rows),
+                    "unsolved": sum(r["status"] == "unsolved" for r in rows),
+                    "not_covered": sum(r["status"] == "not_covered" for r in rows),
+                    "invalid": sum(r["status"] == "invalid" for r in rows),
+                    "geomean_speedup_vs_eager": geomean},
+        "problems": rows,
+    }

@@ -1,0 +1,118 @@
+"""The offline synthesizer: templates plus diagnosis-driven transformations, no LLM.
+
+- Expanding the root (or a restart) proposes the family's default parameters, then random
+  points of the template's space.
+- Expanding a node moves its parameters: the moves tried first depend on the node's diagnosis
+  (a failure shrinks tiles and warps; memory-bound grows the work per program; compute-bound
+  grows tiles and stages; latency-bound lowers warps or splits K).
+- Crossover (evolution) takes each parameter from one of two parents.
+
+Everything random comes from the `rng` the search passes in, so a seed gives the same tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Any
+
+from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisRequest
+from search_engine.synthesis.offline import templates
+from search_engine.synthesis.offline.analysis import Analysis, analyze
+
+
+class OfflineSynthesizer:
+    name = "offline"
+    supports_crossover = True
+
+    def __init__(self) -> None:
+        self._analyses: dict[str, Analysis | NotCoveredError] = {}
+
+    def analysis(self, problem_source: str) -> Analysis:
+        """The problem's op graph (cached); raises NotCoveredError for uncovered problems."""
+        key = hashlib.sha256(problem_source.encode()).hexdigest()
+        if key not in self._analyses:
+            try:
+                an = analyze(problem_source)
+                if an.family == "matmul":
+                    templates.prepare_matmul(an)
+                self._analyses[key] = an
+            except NotCoveredError as exc:
+                self._analyses[key] = exc
+        found = self._analyses[key]
+        if isinstance(found, NotCoveredError):
+            raise found
+        return found
+
+    def check_covered(self, problem_source: str) -> str:
+        """The family this problem falls in; raises NotCoveredError with the ops otherwise."""
+        return self.analysis(problem_source).family
+
+    def render(self, problem_source: str, params: dict[str, Any]) -> str:
+        return templates.render(problem_source, self.analysis(problem_source), params)
+
+    def propose(self, request: SynthesisRequest, n: int, rng: random.Random) -> list[Proposal]:
+        an = self.analysis(request.problem_source)
+        target, policy = request.target.name, request.precision_policy
+        parent_params = request.parent.origin.get("params") \
+            if request.parent.origin.get("synthesizer") == self.name else None
+        if request.memory.mode == "restart" or not parent_params:
+            candidates = self._fresh(an, target, policy, rng, n)
+        elif request.second_parent is not None and \
+                request.second_parent.origin.get("synthesizer") == self.name:
+            candidates = self._crossover(an, parent_params,
+                                         request.second_parent.origin["params"], rng, n)
+        else:
+            diagnosis = templates.diagnosis_class(request.parent.status,
+                                                  request.parent.diagnostics)
+            candidates = self._moves(an, parent_params, diagnosis, policy, rng, request)
+        proposals, seen = [], set(request.known_sources)
+        limit = request.target.shared_memory_per_block_bytes
+        for transformation, params in candidates:
+            if not templates.fits_shared_memory(an, params, limit):
+                continue
+            source = templates.render(request.problem_source, an, params)
+            if source in seen:
+                continue
+            seen.add(source)
+            proposals.append(Proposal(source=source, transformation=transformation,
+                                      params=params, notes=f"family {an.family}"))
+            if len(proposals) >= n:
+                break
+        return proposals
+
+    def _fresh(self, an, target, policy, rng, n):
+        default = templates.default_params(an, target, policy)
+        out = [(f"template:{an.family}", default)]
+        for _ in range(8 * n):
+            params = templates.clamp(an, templates.random_params(an, default, rng))
+            if templates.valid(an, params):
+                out.append((f"template:{an.family}:random", params))
+        return out
+
+    def _moves(self, an, params, diagnosis, policy, rng, request):
+        out = []
+        for move in templates.ordered_moves(an, diagnosis, policy, rng):
+            new = templates.apply_move(an, params, move)
+            if new is not None:
+                out.append((move, new))
+        # two moves at once when single moves are exhausted (already in the tree)
+        for first, new in list(out):
+            for move in templates.ordered_moves(an, diagnosis, policy, rng)[:4]:
+                twice = templates.apply_move(an, new, move)
+                if twice is not None:
+                    out.append((f"{first}+{move}", twice))
+        if diagnosis == "failure":
+            out.append(("reset_defaults", templates.default_params(an, request.target.name,
+                                                                   policy)))
+        return out
+
+    def _crossover(self, an, first, second, rng, n):
+        out = []
+        for _ in range(4 * n):
+            child = {k: (first[k] if rng.random() < 0.5 else second.get(k, first[k]))
+                     for k in first}
+            child = templates.clamp(an, child)
+            if templates.valid(an, child):
+                out.append(("crossover", child))
+        return out
