@@ -8,6 +8,7 @@ Set DATABASE_URL, REDIS_URL and CHROMA_URL for the distributed mode.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -54,7 +55,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-KERNELHUB_DATA_DIR = Path(env_str("KERNELHUB_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+def _default_data_dir() -> str:
+    # pytest-django loads settings before any conftest runs: a test run without an explicit
+    # data dir gets a fresh temporary one, so tests never write into a developer's var/.
+    if "pytest" in sys.modules:
+        import tempfile
+
+        return tempfile.mkdtemp(prefix="kernelhub-test-")
+    return str(BASE_DIR / "var")
+
+
+KERNELHUB_DATA_DIR = Path(env_str("KERNELHUB_DATA_DIR") or _default_data_dir()).resolve()
 KERNELHUB_DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", True)

@@ -11,6 +11,7 @@ import ast
 import hashlib
 import re
 import sys
+import threading
 import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -182,6 +183,12 @@ def exec_module(source: str, module_name: str, filename: str) -> types.ModuleTyp
     return module
 
 
+# torch's default generator is process-global: code in this process that seeds it and then
+# draws (references, the offline synthesizer's tracing) holds this lock, so a thread
+# drawing at the same time cannot shift another's random stream.
+TORCH_RNG_LOCK = threading.RLock()
+
+
 def make_trial_inputs(module: types.ModuleType, seed: int, scale: float, shift: float) -> list:
     """One correctness trial's inputs: `get_inputs()` under `seed`, floating tensors scaled
     and shifted. The parent and the sandbox child both call this and compare checksums."""
@@ -195,6 +202,24 @@ def make_trial_inputs(module: types.ModuleType, seed: int, scale: float, shift: 
             x = (x.double() * scale + shift).to(x.dtype)
         out.append(x)
     return out
+
+
+def checksums_match(got: list, expected: list, rel: float = 1e-9) -> bool:
+    """Fingerprints agree: shapes and dtypes exactly, sums to rounding (a float64 sum may
+    differ in its last bit between two processes' reduction orders)."""
+    if len(got) != len(expected):
+        return False
+    for a, b in zip(got, expected):
+        if isinstance(a, str) or isinstance(b, str):
+            if a != b:
+                return False
+            continue
+        if list(a[0]) != list(b[0]) or a[1] != b[1]:
+            return False
+        for x, y in zip(a[2:], b[2:]):
+            if abs(float(x) - float(y)) > rel * max(1.0, abs(float(x)), abs(float(y))):
+                return False
+    return True
 
 
 def inputs_checksum(inputs: list) -> list:

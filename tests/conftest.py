@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-# Keep test data out of the developer's var/.
-os.environ.setdefault("KERNELHUB_DATA_DIR", tempfile.mkdtemp(prefix="kernelhub-test-"))
+# settings.py gave this run a temporary data dir; subprocesses (servers, workers) share it.
+os.environ.setdefault("KERNELHUB_DATA_DIR", str(__import__("django.conf").conf.settings.KERNELHUB_DATA_DIR))
 
 
 def _has_cuda() -> bool:

@@ -86,7 +86,9 @@ def _load_models(spec: dict, device: str):
     regenerated from the same seeds and checked against the parent's checksums."""
     import torch
 
-    from search_engine.problems import exec_module, inputs_checksum, make_trial_inputs
+    from search_engine.problems import (
+        checksums_match, exec_module, inputs_checksum, make_trial_inputs,
+    )
 
     data = torch.load(spec["inputs_file"], weights_only=True)
     problem = exec_module(Path(spec["problem_file"]).read_text(), "kernelhub_problem",
@@ -100,7 +102,7 @@ def _load_models(spec: dict, device: str):
     for (seed, scale, shift), expected in zip(spec["schedule"], spec["checksums"]):
         inputs = make_trial_inputs(problem, seed, scale, shift)
         got = inputs_checksum(inputs)
-        if json.loads(json.dumps(got)) != expected:
+        if not checksums_match(json.loads(json.dumps(got)), expected):
             raise RuntimeError(f"evaluator defect: trial inputs for seed {seed} differ between "
                                f"parent and sandbox ({got} != {expected})")
         trials.append([x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs])

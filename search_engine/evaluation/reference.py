@@ -11,7 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from search_engine.problems import Problem, exec_module, inputs_checksum, make_trial_inputs
+from search_engine.problems import (
+    TORCH_RNG_LOCK, Problem, exec_module, inputs_checksum, make_trial_inputs,
+)
 
 
 @dataclass
@@ -45,6 +47,12 @@ def _floating_to(x, dtype, device):
 
 def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]],
                       init_seed: int, device: str) -> ReferenceData:
+    with TORCH_RNG_LOCK:
+        return _compute_reference(problem, schedule, init_seed, device)
+
+
+def _compute_reference(problem: Problem, schedule: list[tuple[int, float, float]],
+                       init_seed: int, device: str) -> ReferenceData:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 

@@ -82,6 +82,13 @@ def load_problem(problem_source: str) -> types.ModuleType:
 
 
 def analyze(problem_source: str) -> Analysis:
+    from search_engine.problems import TORCH_RNG_LOCK
+
+    with TORCH_RNG_LOCK:  # it seeds and draws from torch's global generator
+        return _analyze(problem_source)
+
+
+def _analyze(problem_source: str) -> Analysis:
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 

@@ -1,0 +1,77 @@
+"""The search's door to the knowledge base: a ContextProvider over manuals and skills."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from search_engine.protocols import ContextPassage
+
+# Words that pull the pages a bottleneck needs: a memory-bound kernel wants the memory
+# hierarchy, a compute-bound one the matrix units.
+BOTTLENECK_TERMS = {
+    "memory": "memory bandwidth coalescing global memory L2 cache shared memory vectorized loads",
+    "compute": "compute throughput tensor cores matrix instructions mma FLOPS",
+    "latency": "latency occupancy registers waves pipelining num_stages",
+    "occupancy": "occupancy registers per thread shared memory per block waves",
+    "launch": "kernel launch overhead fusion persistent kernel",
+}
+MAX_ERROR_CHARS = 300
+
+
+def build_query(problem: str = "", diagnosis: Any = None, errors: list[str] | None = None) -> str:
+    """One retrieval query from the problem, a node's diagnosis and its errors."""
+    parts = [problem.strip()] if problem else []
+    if isinstance(diagnosis, dict):
+        bottleneck = str(diagnosis.get("bottleneck") or "")
+        if bottleneck:
+            parts.append(f"{bottleneck}-bound kernel")
+            key = next((k for k in BOTTLENECK_TERMS if k in bottleneck.lower()), None)
+            if key:
+                parts.append(BOTTLENECK_TERMS[key])
+        for name in ("registers", "spills", "occupancy"):
+            if diagnosis.get(name):
+                parts.append(f"{name} {diagnosis[name]}")
+    elif diagnosis:
+        parts.append(str(diagnosis))
+    for error in errors or []:
+        parts.append(str(error)[:MAX_ERROR_CHARS])
+    return "\n".join(p for p in parts if p)
+
+
+class KnowledgeContextProvider:
+    """Manual passages for the session's hardware (plus vendor-neutral pages) and the
+    distilled skills that match, as ContextPassages."""
+
+    def __init__(self, skills: int = 2) -> None:
+        self.skills = skills
+
+    def retrieve(self, query: str, hardware: str | None = None,
+                 categories: list[str] | None = None, k: int = 5) -> list[ContextPassage]:
+        from knowledge.retrieval import retrieve
+        from knowledge.selectors import skill_search
+
+        passages = [
+            ContextPassage(
+                text=c.text, document=c.document, score=c.score, page=c.page, section=c.section,
+                kind="document",
+                metadata={"chunk_id": c.chunk_id, "document_id": c.document_id,
+                          "vendor": c.vendor, "hardware": c.hardware, "category": c.category},
+            )
+            for c in retrieve(query, hardware=hardware, categories=categories, k=k)
+        ]
+        if self.skills and query.strip():
+            from knowledge.skills import skill_text
+
+            for skill, score in skill_search(query, hardware=hardware, k=self.skills):
+                passages.append(ContextPassage(
+                    text=skill_text(skill), document=f"skill: {skill.title}", score=score,
+                    section=skill.family, kind="skill",
+                    metadata={"skill_id": skill.pk, "hardware": skill.hardware,
+                              "transformation": skill.transformation},
+                ))
+        return passages
+
+    def retrieve_for_node(self, *, problem: str = "", diagnosis: Any = None,
+                          errors: list[str] | None = None, hardware: str | None = None,
+                          k: int = 5) -> list[ContextPassage]:
+        return self.retrieve(build_query(problem, diagnosis, errors), hardware=hardware, k=k)

@@ -1,0 +1,336 @@
+"""Writes to the knowledge base. The database and Chroma change together or not at all."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path, PurePath
+from typing import Any, Callable, Iterable
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from knowledge import store
+from knowledge.embeddings import MODEL_NAME, embed
+from knowledge.errors import KnowledgeInputError
+from knowledge.filetypes import detect_kind, kind_for_name
+from knowledge.ingestion import PreparedDocument, prepare
+from knowledge.models import GENERIC_HARDWARE, Category, Chunk, Document, Skill
+from knowledge.selectors import document_find_duplicate
+from knowledge.skills import MERGE_SIMILARITY, SkillDraft, skill_drafts, skill_metadata, skill_text, skill_title
+
+log = logging.getLogger(__name__)
+
+
+# --- documents -------------------------------------------------------------------------------
+
+def normalize_hardware(hardware: str | Iterable[str] | None) -> list[str]:
+    """"H100, sm90" or ["H100", "sm90"] -> ["h100", "sm90"]; no tags means vendor-neutral."""
+    if isinstance(hardware, str):
+        hardware = hardware.replace(",", " ").split()
+    tags: list[str] = []
+    for tag in hardware or []:
+        tag = tag.strip().lower()
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags or [GENERIC_HARDWARE]
+
+
+def document_check_size(filename: str, size: int) -> None:
+    limit = settings.KB_MAX_UPLOAD_BYTES
+    if size > limit:
+        raise KnowledgeInputError(
+            f"{PurePath(filename).name}: {size / 1e6:.1f} MB is over the upload limit of "
+            f"{limit / 1e6:.1f} MB (KB_MAX_UPLOAD_BYTES)."
+        )
+
+
+def _check_category(category: str) -> str:
+    if category not in Category.values:
+        raise KnowledgeInputError(
+            f"Unknown category {category!r}; use one of {', '.join(Category.values)}."
+        )
+    return category
+
+
+def _stored_file(document: Document) -> Path:
+    return settings.KERNELHUB_DATA_DIR / document.stored_path
+
+
+def document_upload(*, filename: str, data: bytes, category: str, vendor: str = "",
+                    hardware: str | Iterable[str] | None = None, title: str = "",
+                    user=None, team=None) -> Document:
+    """Check an upload and store it as a pending document (indexing happens later).
+
+    Size, type (extension and magic bytes), emptiness and duplicates are refused here,
+    before anything is stored; problems only parsing can find are reported by
+    document_process on the document itself.
+    """
+    name = PurePath(filename).name
+    document_check_size(name, len(data))
+    _check_category(category)
+    kind = detect_kind(name, data[:4096])
+    if kind != "pdf" and not data.strip():
+        raise KnowledgeInputError(f"{name}: the file is empty.")
+    content_hash = hashlib.sha256(data).hexdigest()
+    _refuse_duplicate(name, content_hash)
+    suffix = PurePath(name).suffix.lower()
+    try:
+        with transaction.atomic():
+            document = Document.objects.create(
+                title=(title or PurePath(name).stem)[:300], filename=name, kind=kind,
+                vendor=vendor.strip().lower(), hardware=normalize_hardware(hardware),
+                category=category, content_hash=content_hash, size_bytes=len(data),
+                uploaded_by=user if user is not None and user.is_authenticated else None,
+                team=team, message="Waiting to be indexed",
+            )
+            document.stored_path = f"knowledge/files/{document.pk}-{content_hash[:16]}{suffix}"
+            path = _stored_file(document)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            document.save(update_fields=["stored_path"])
+    except IntegrityError:  # the same bytes were stored a moment ago by someone else
+        _refuse_duplicate(name, content_hash)
+        raise
+    return document
+
+
+def _refuse_duplicate(name: str, content_hash: str) -> None:
+    original = document_find_duplicate(content_hash)
+    if original is not None:
+        raise KnowledgeInputError(
+            f'{name}: duplicate of "{original.title}" (document #{original.pk}, '
+            f"{original.filename}, uploaded {original.created_at:%Y-%m-%d %H:%M} UTC); "
+            "nothing was stored."
+        )
+
+
+def _set_progress(document_id: int, progress: int, message: str, **fields: Any) -> None:
+    Document.objects.filter(pk=document_id).update(
+        progress=progress, message=message, updated_at=timezone.now(), **fields
+    )
+
+
+def document_process(document_id: int) -> Document:
+    """Parse, chunk, embed and index a pending document; on bad content mark it failed.
+
+    Either all of its chunks are in the database and Chroma, or none are.
+    """
+    document = Document.objects.get(pk=document_id)
+    _set_progress(document.pk, 1, "Starting", status=Document.Status.PROCESSING)
+    try:
+        data = _stored_file(document).read_bytes()
+        prepared = prepare(
+            document.filename, data, document.kind, max_pdf_pages=settings.KB_MAX_PDF_PAGES,
+            progress=lambda pct, msg: _set_progress(document.pk, pct, msg),
+        )
+        _set_progress(document.pk, 92, "Storing vectors")
+        _replace_chunks(document, prepared)
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, KnowledgeInputError) else (
+            f"{document.filename}: indexing failed ({type(exc).__name__}: {exc})"
+        )
+        if not isinstance(exc, KnowledgeInputError):
+            log.exception("indexing document %s failed", document.pk)
+        _set_progress(document.pk, 100, message, status=Document.Status.FAILED, chunk_count=0)
+        _stored_file(document).unlink(missing_ok=True)
+        document.refresh_from_db()
+        return document
+    _set_progress(document.pk, 100, f"Indexed {len(prepared.chunks)} chunks",
+                  status=Document.Status.READY, indexed_at=timezone.now())
+    document.refresh_from_db()
+    return document
+
+
+def _chunk_metadata(document: Document, chunk: Chunk) -> dict[str, Any]:
+    return {
+        "document_id": document.pk, "document": document.title, "vendor": document.vendor,
+        "hardware": document.hardware, "category": document.category,
+        "page": chunk.page, "section": chunk.section[:500], "ordinal": chunk.ordinal,
+    }
+
+
+def _replace_chunks(document: Document, prepared: PreparedDocument) -> None:
+    """Swap a document's chunks for new ones in both stores; on error keep the old ones."""
+    old_ids = [str(pk) for pk in document.chunks.values_list("pk", flat=True)]
+    new_ids: list[str] = []
+    try:
+        with transaction.atomic():
+            document.chunks.all().delete()
+            chunks = Chunk.objects.bulk_create([
+                Chunk(document=document, ordinal=c.ordinal, text=c.text, section=c.section[:1000],
+                      page=c.page, token_count=c.tokens)
+                for c in prepared.chunks
+            ])
+            document.title = prepared.title if document.title == PurePath(document.filename).stem else document.title
+            new_ids = [str(c.pk) for c in chunks]
+            store.add(store.CHUNKS, new_ids, prepared.vectors,
+                      [_chunk_metadata(document, c) for c in chunks], [c.text for c in chunks])
+            Document.objects.filter(pk=document.pk).update(
+                title=document.title, pages=prepared.pages, chunk_count=len(chunks),
+                embedding_model=MODEL_NAME,
+            )
+    except BaseException:
+        store.delete(store.CHUNKS, ids=new_ids)  # vectors of the rolled-back rows
+        raise
+    store.delete(store.CHUNKS, ids=old_ids)
+
+
+def document_ingest_file(path: Path, *, category: str, vendor: str = "",
+                         hardware: str | Iterable[str] | None = None, user=None,
+                         team=None) -> Document:
+    """Upload and index a file now (the kb_ingest command); on failure nothing is kept."""
+    path = Path(path)
+    kind_for_name(path.name)
+    document_check_size(path.name, path.stat().st_size)
+    document = document_upload(filename=path.name, data=path.read_bytes(), category=category,
+                               vendor=vendor, hardware=hardware, user=user, team=team)
+    document = document_process(document.pk)
+    if document.status == Document.Status.FAILED:
+        document.delete()
+        raise KnowledgeInputError(document.message)
+    return document
+
+
+def document_delete(document: Document) -> None:
+    """Delete a document, its chunks and their vectors."""
+    document_id = document.pk
+    path = _stored_file(document) if document.stored_path else None
+    with transaction.atomic():
+        document.delete()
+        store.delete(store.CHUNKS, where={"document_id": document_id})
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
+def documents_reindex(*, document_ids: list[int] | None = None,
+                      output: Callable[[str], None] = lambda line: None) -> tuple[int, int]:
+    """Re-chunk and re-embed indexed documents (after a model or chunking change).
+
+    With no `document_ids` (all documents) the chunk collection is rebuilt from scratch,
+    so vectors of another model or of chunks that no longer exist do not linger.
+    Returns (documents, chunks).
+    """
+    selected = Document.objects.filter(status=Document.Status.READY).order_by("pk")
+    if document_ids is None:
+        store.drop(store.CHUNKS)
+    else:
+        selected = selected.filter(pk__in=document_ids)
+    documents = chunks = 0
+    for document in selected:
+        try:
+            data = _stored_file(document).read_bytes()
+            prepared = prepare(document.filename, data, document.kind,
+                               max_pdf_pages=settings.KB_MAX_PDF_PAGES)
+            _replace_chunks(document, prepared)
+        except (OSError, KnowledgeInputError) as exc:
+            output(f"FAILED {document.filename}: {exc}")
+            _set_progress(document.pk, 100, f"Re-indexing failed: {exc}",
+                          status=Document.Status.FAILED, chunk_count=0)
+            document.chunks.all().delete()
+            continue
+        documents += 1
+        chunks += len(prepared.chunks)
+        Document.objects.filter(pk=document.pk).update(indexed_at=timezone.now())
+        output(f"reindexed {document.filename}: {len(prepared.chunks)} chunks")
+    return documents, chunks
+
+
+# --- skills ----------------------------------------------------------------------------------
+
+def _skill_index(skill: Skill) -> None:
+    store.upsert(store.SKILLS, [f"skill-{skill.pk}"], embed([skill_text(skill)]),
+                 [skill_metadata(skill)], [skill_text(skill)])
+
+
+def _similar_skill(draft: SkillDraft, text: str) -> Skill | None:
+    exact = Skill.objects.filter(transformation=draft.transformation, family=draft.family,
+                                 hardware=draft.hardware, retired=False).first()
+    if exact or not Skill.objects.filter(retired=False, hardware=draft.hardware).exists():
+        return exact
+    where = {"$and": [{"retired": False}, {"hardware": draft.hardware}]} if draft.hardware else {"retired": False}
+    hits = store.query(store.SKILLS, embed([text])[0], 1, where=where)
+    if hits and hits[0][1] >= MERGE_SIMILARITY:
+        return Skill.objects.filter(pk=int(hits[0][0].removeprefix("skill-")), retired=False).first()
+    return None
+
+
+def distill_session_skills(nodes: list[dict[str, Any]], session_id: Any = None) -> list[Skill]:
+    """Turn a finished session's successful steps into skills, merging similar ones.
+
+    `nodes` are plain dicts (id, parent_id, status, reward, advantage, speedup_vs_eager,
+    origin {transformation, params}, diagnostics {bottleneck}, integrity_flags, family,
+    hardware, session). Returns the skills created or updated.
+    """
+    touched: dict[int, Skill] = {}
+    for draft in skill_drafts(nodes, session_id):
+        candidate = Skill(
+            title=skill_title(draft.transformation, draft.family, draft.hardware)[:300],
+            description=draft.description, transformation=draft.transformation[:200],
+            params=draft.params, family=draft.family[:64], hardware=draft.hardware[:64],
+            bottleneck_before=draft.bottleneck_before[:64], bottleneck_after=draft.bottleneck_after[:64],
+            speedup_mean=draft.speedup, speedup_best=draft.speedup, advantage_mean=draft.advantage,
+            observations=1, sessions=[draft.session] if draft.session else [],
+            source_nodes=[f"{draft.session}:{draft.node}"],
+        )
+        with transaction.atomic():
+            skill = _similar_skill(draft, skill_text(candidate))
+            if skill is None:
+                skill = candidate
+                skill.save()
+            else:
+                _merge(skill, draft)
+            _skill_index(skill)
+        touched[skill.pk] = skill
+    return list(touched.values())
+
+
+def _merge(skill: Skill, draft: SkillDraft) -> None:
+    n = skill.observations
+    skill.speedup_mean = (skill.speedup_mean * n + draft.speedup) / (n + 1)
+    skill.advantage_mean = (skill.advantage_mean * n + draft.advantage) / (n + 1)
+    skill.speedup_best = max(skill.speedup_best, draft.speedup)
+    skill.observations = n + 1
+    if draft.session and draft.session not in skill.sessions:
+        skill.sessions = [*skill.sessions, draft.session]
+    skill.source_nodes = [*skill.source_nodes, f"{draft.session}:{draft.node}"][-200:]
+    skill.bottleneck_before = skill.bottleneck_before or draft.bottleneck_before
+    skill.bottleneck_after = skill.bottleneck_after or draft.bottleneck_after
+    skill.description = skill.description or draft.description
+    skill.save()
+
+
+def skill_record_outcome(skill_id: int, helped: bool) -> Skill:
+    """Count one use of a retrieved skill: it helped (the step improved) or it did not."""
+    field = "helped_count" if helped else "not_helped_count"
+    updated = Skill.objects.filter(pk=skill_id).update(**{field: F(field) + 1})
+    if not updated:
+        raise Skill.DoesNotExist(f"skill {skill_id} does not exist")
+    return Skill.objects.get(pk=skill_id)
+
+
+SKILL_EDITABLE = ("title", "description", "transformation", "params", "family", "hardware",
+                  "bottleneck_before", "bottleneck_after")
+
+
+def skill_update(skill: Skill, **fields: Any) -> Skill:
+    unknown = set(fields) - set(SKILL_EDITABLE)
+    if unknown:
+        raise KnowledgeInputError(f"Cannot edit {', '.join(sorted(unknown))} of a skill.")
+    for name, value in fields.items():
+        setattr(skill, name, value.strip().lower() if name in ("family", "hardware") else value)
+    with transaction.atomic():
+        skill.save()
+        _skill_index(skill)
+    return skill
+
+
+def skill_retire(skill: Skill, *, retired: bool = True) -> Skill:
+    """Retired skills stay on record but are no longer retrieved or merged into."""
+    with transaction.atomic():
+        skill.retired = retired
+        skill.save(update_fields=["retired", "updated_at"])
+        _skill_index(skill)
+    return skill

@@ -1,0 +1,120 @@
+"""Which search steps become skills, and how a skill is written down (no database here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Cosine similarity above which two skills for the same hardware are the same lesson.
+MERGE_SIMILARITY = 0.9
+
+
+@dataclass
+class SkillDraft:
+    transformation: str
+    params: dict[str, Any]
+    description: str
+    family: str
+    hardware: str
+    bottleneck_before: str
+    bottleneck_after: str
+    speedup: float
+    advantage: float
+    session: str
+    node: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.transformation, self.family, self.hardware)
+
+
+def integrity_is_clean(flags: Any) -> bool:
+    """Clean unless a flag taints the result; flags of severity "warning" do not."""
+    for flag in flags or []:
+        severity = flag.get("severity", "hack") if isinstance(flag, dict) else "hack"
+        if severity != "warning":
+            return False
+    return True
+
+
+def is_successful_step(node: dict[str, Any]) -> bool:
+    """Positive TRLOO advantage, a real speedup over eager, correct and untainted."""
+    advantage = node.get("advantage")
+    speedup = node.get("speedup_vs_eager")
+    return (
+        node.get("status", "correct") == "correct"
+        and advantage is not None and advantage > 0
+        and speedup is not None and speedup > 1.0
+        and node.get("parent_id") is not None
+        and integrity_is_clean(node.get("integrity_flags"))
+    )
+
+
+def _bottleneck(node: dict[str, Any] | None) -> str:
+    diagnostics = (node or {}).get("diagnostics") or {}
+    return str(diagnostics.get("bottleneck") or "")
+
+
+def skill_drafts(nodes: list[dict[str, Any]], session_id: Any = None) -> list[SkillDraft]:
+    """One draft per successful step of a search tree, given as plain node dicts."""
+    by_id = {node.get("id"): node for node in nodes}
+    drafts = []
+    for node in nodes:
+        if not is_successful_step(node):
+            continue
+        origin = node.get("origin") or {}
+        transformation = str(origin.get("transformation") or "").strip()
+        if not transformation:
+            continue  # nothing nameable to reuse
+        parent = by_id.get(node.get("parent_id"))
+        drafts.append(SkillDraft(
+            transformation=transformation,
+            params=dict(origin.get("params") or {}),
+            description=str(origin.get("description") or ""),
+            family=str(node.get("family") or "").lower(),
+            hardware=str(node.get("hardware") or "").lower(),
+            bottleneck_before=_bottleneck(parent),
+            bottleneck_after=_bottleneck(node),
+            speedup=float(node["speedup_vs_eager"]),
+            advantage=float(node["advantage"]),
+            session=str(node.get("session") or node.get("session_id") or session_id or ""),
+            node=str(node.get("id")),
+        ))
+    return drafts
+
+
+def skill_title(transformation: str, family: str, hardware: str) -> str:
+    where = " ".join(p for p in (family, "kernels" if family else "", f"on {hardware}" if hardware else "") if p)
+    return f"{transformation} for {where}" if where else transformation
+
+
+def skill_text(skill) -> str:
+    """What is embedded and what a prompt shows: the lesson in one paragraph."""
+    parts = [f"Skill: {skill.title}."]
+    if skill.description:
+        parts.append(skill.description.rstrip(".") + ".")
+    if skill.params:
+        parts.append("Parameters: " + ", ".join(f"{k}={v}" for k, v in sorted(skill.params.items())) + ".")
+    if skill.bottleneck_before:
+        after = f", after: {skill.bottleneck_after}" if skill.bottleneck_after else ""
+        parts.append(f"Bottleneck before: {skill.bottleneck_before}{after}.")
+    parts.append(f"Measured speedup vs eager: {skill.speedup_mean:.2f}x mean, "
+                 f"{skill.speedup_best:.2f}x best over {skill.observations} step(s).")
+    return " ".join(parts)
+
+
+def skill_metadata(skill) -> dict[str, Any]:
+    return {"skill_id": skill.pk, "hardware": skill.hardware, "family": skill.family,
+            "transformation": skill.transformation, "retired": skill.retired}
+
+
+def skill_where(hardware: str | None, *, include_retired: bool = False) -> dict | None:
+    clauses: list[dict] = []
+    if not include_retired:
+        clauses.append({"retired": False})
+    if hardware:
+        clauses.append({"hardware": {"$in": [hardware.lower(), "generic"]}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
