@@ -90,7 +90,6 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "kernelhub",
     "kernelhub.teams",
     "kernelhub.optimization",
     "kernelhub.review",

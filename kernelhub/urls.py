@@ -11,21 +11,11 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("sessions/", include(("kernelhub.optimization.urls", "optimization"))),
+    path("review/", include(("kernelhub.review.urls", "review"))),
+    path("knowledge/", include(("knowledge.urls", "knowledge"))),
+    path("", include(("kernelhub.api.urls", "api"))),
 ]
-
-# Apps that add pages register them here as they arrive.
-OPTIONAL_APP_URLS = [
-    ("sessions/", "kernelhub.optimization.urls", "optimization"),
-    ("review/", "kernelhub.review.urls", "review"),
-    ("knowledge/", "knowledge.urls", "knowledge"),
-    ("", "kernelhub.api.urls", "api"),
-]
-for prefix, module, namespace in OPTIONAL_APP_URLS:
-    try:
-        urlpatterns.append(path(prefix, include((module, namespace), namespace=namespace)))
-    except ModuleNotFoundError as exc:
-        if not module.startswith(exc.name or "?"):
-            raise
 
 if settings.DEBUG:
     from django.contrib.staticfiles.urls import staticfiles_urlpatterns
