@@ -30,7 +30,7 @@ test: $(VENV)/.installed
 # The database-backed tests again on PostgreSQL (CI runs this after `make test`).
 test-postgres: $(VENV)/.installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/kernelhub} \
-	  $(PY) -m pytest tests/kernelhub tests/knowledge $(PYTEST_ARGS)
+	  $(PY) -m pytest tests/kernelhub tests/api tests/knowledge $(PYTEST_ARGS)
 
 # --- distributed mode (set DATABASE_URL, REDIS_URL, CHROMA_URL) -------------------------
 migrate: $(VENV)/.installed
