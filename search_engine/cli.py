@@ -46,8 +46,9 @@ def register_evaluate(subparsers) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
-def _parse_sizes(items: list[str]) -> dict[str, int | float]:
-    sizes = {}
+def parse_sizes(items: list[str]) -> dict[str, int | float]:
+    """`--size NAME=VALUE` flags (repeatable) as a dict of numbers."""
+    sizes: dict[str, int | float] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
@@ -70,7 +71,7 @@ def cmd_evaluate(args) -> int:
     from search_engine.problems import Problem, ProblemError
 
     try:
-        problem = Problem.from_file(args.problem).with_sizes(**_parse_sizes(args.size))
+        problem = Problem.from_file(args.problem).with_sizes(**parse_sizes(args.size))
         candidate_path = Path(args.candidate)
         try:
             candidate = candidate_path.read_text()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,25 +33,7 @@ import pytest  # noqa: E402
 
 ROLES = ("viewer", "engineer", "reviewer", "admin")
 
-TINY_PROBLEM = '''
-import torch
-import torch.nn as nn
-
-N = 64
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x) * 2.0
-
-def get_inputs():
-    return [torch.randn(N, N)]
-
-def get_init_inputs():
-    return []
-'''
+TINY_PROBLEM = (Path(__file__).parent / "tiny_problem.py").read_text()
 
 
 def port_is_open(host: str, port: int) -> bool:

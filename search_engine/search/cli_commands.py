@@ -27,6 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from search_engine.cli import parse_sizes
+
 
 def _common_arguments(p) -> None:
     p.add_argument("--target", default="auto",
@@ -81,22 +83,6 @@ def register_suite(subparsers) -> None:
 
 
 # -- building blocks ------------------------------------------------------------------------
-
-def parse_sizes(items: list[str]) -> dict[str, int | float]:
-    sizes: dict[str, int | float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--size expects NAME=VALUE, got {item!r}")
-        try:
-            sizes[name] = int(value)
-        except ValueError:
-            try:
-                sizes[name] = float(value)
-            except ValueError:
-                raise ValueError(f"--size {name}: {value!r} is not a number") from None
-    return sizes
-
 
 def make_synthesizer(args):
     if args.synthesizer == "offline":

@@ -127,7 +127,7 @@ def _setup_data() -> None:
         for role in ROLES:
             user = User.objects.create_user(username=f"{team_name}-{role}", password="pw-" + role)
             membership_set(team=team, user=user, role=role)
-    source = (REPO / "tests" / "browser" / "tiny_problem.py").read_text()
+    source = (REPO / "tests" / "tiny_problem.py").read_text()
     Problem.objects.create(name="tiny-relu", family="elementwise", source=source,
                            source_sha256=hashlib.sha256(source.encode()).hexdigest())
 

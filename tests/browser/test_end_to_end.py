@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 BUDGET = 3
-PROBLEM = (Path(__file__).parent / "tiny_problem.py").read_bytes()
+PROBLEM = (Path(__file__).parents[1] / "tiny_problem.py").read_bytes()
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The tiny problem of tests/conftest.py, for the browser tests' server."""
+"""A tiny KernelBench problem (relu(x) * 2) shared by the unit and browser tests."""
 import torch
 import torch.nn as nn
 
