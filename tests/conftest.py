@@ -111,3 +111,30 @@ def redis_url() -> str:
 @pytest.fixture
 def postgres_available() -> None:
     require_service("PostgreSQL", "127.0.0.1", 5432)
+
+
+def _drop_celery_connections(app) -> None:
+    # Celery caches its broker pool, producer pool and result backend on first use:
+    # without this, a test that points it at another Redis database keeps publishing
+    # to whichever one an earlier test used.
+    app._pool = None
+    app.__dict__.get("amqp") and setattr(app.__dict__["amqp"], "_producer_pool", None)
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)
+
+
+@pytest.fixture
+def celery_on_redis():
+    """celery_on_redis(url): send this process's tasks to Celery workers on Redis `url`
+    (restored after the test)."""
+    from kernelhub.celery import app
+
+    old = (app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager)
+
+    def point_at(url: str) -> None:
+        app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager = url, url, False
+        _drop_celery_connections(app)
+
+    yield point_at
+    app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager = old
+    _drop_celery_connections(app)

@@ -232,26 +232,21 @@ def gpu_worker(redis_url, tmp_path):
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_celery_gpu_worker_evaluates_submissions(key_client, api_keys, workspace, settings,
-                                                 library_problem, relu2_kernel, gpu_worker):
-    from kernelhub.celery import app
-
+                                                 library_problem, relu2_kernel, gpu_worker,
+                                                 celery_on_redis):
     url, log = gpu_worker
     settings.KERNELHUB_EXECUTOR = "celery"
-    old = (app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager)
-    app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager = url, url, False
-    try:
-        client = key_client(api_keys[("alpha", "write")])
-        response = client.post("/api/v1/evaluations", {
-            "problem": library_problem.pk, "candidate_source": relu2_kernel,
-            "target": "interpreter"}, format="json")
-        assert response.status_code == 202, response.content
-        pk = response.json()["id"]
-        deadline = time.monotonic() + 240
+    celery_on_redis(url)
+    client = key_client(api_keys[("alpha", "write")])
+    response = client.post("/api/v1/evaluations", {
+        "problem": library_problem.pk, "candidate_source": relu2_kernel,
+        "target": "interpreter"}, format="json")
+    assert response.status_code == 202, response.content
+    pk = response.json()["id"]
+    deadline = time.monotonic() + 240
+    body = client.get(f"/api/v1/evaluations/{pk}").json()
+    while body["state"] in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(1)
         body = client.get(f"/api/v1/evaluations/{pk}").json()
-        while body["state"] in ("queued", "running") and time.monotonic() < deadline:
-            time.sleep(1)
-            body = client.get(f"/api/v1/evaluations/{pk}").json()
-        assert body["state"] == "done", (body, log.read_text()[-2000:])
-        assert body["result"]["status"] == "correct" and set(body["result"]) == CLI_KEYS
-    finally:
-        app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager = old
+    assert body["state"] == "done", (body, log.read_text()[-2000:])
+    assert body["result"]["status"] == "correct" and set(body["result"]) == CLI_KEYS

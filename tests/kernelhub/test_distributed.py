@@ -60,17 +60,12 @@ def celery_workers(postgres_db, redis_url, tmp_path):
 
 
 @pytest.fixture
-def distributed_settings(settings, redis_url):
-    from kernelhub.celery import app
-
+def distributed_settings(settings, redis_url, celery_on_redis):
     settings.KERNELHUB_EXECUTOR = "celery"
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
                                            "CONFIG": {"hosts": [redis_url]}}}
-    old = (app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager)
-    app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager = (
-        redis_url, redis_url, False)
-    yield settings
-    app.conf.broker_url, app.conf.result_backend, app.conf.task_always_eager = old
+    celery_on_redis(redis_url)
+    return settings
 
 
 def test_celery_workers_run_a_session_and_events_flow_through_redis(
