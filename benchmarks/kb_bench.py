@@ -219,7 +219,10 @@ def _measure_queries(args) -> None:
     from knowledge.embeddings import embed_query
     from knowledge.evaluation import load_questions
     from knowledge.models import Chunk
-    from knowledge.retrieval import _vector_ranking, lexical_snapshot, retrieve
+    from knowledge.retrieval import _vector_ranking, allowed_documents, lexical_snapshot, retrieve
+    from knowledge.selectors import KnowledgeScope
+
+    scope = KnowledgeScope.ALL  # the operator's view; a team's adds its team_id filter
 
     base = list(Chunk.objects.order_by("pk")[:800])
     t = time.perf_counter()
@@ -232,21 +235,22 @@ def _measure_queries(args) -> None:
     queries = queries[: args.queries]
     hardware = [None, "h100", "mi300x", None]
     for q in queries[:5]:
-        retrieve(q)  # warm up
+        retrieve(q, scope=scope)  # warm up
     total, parts = [], {"embed": [], "bm25": [], "vector": [], "db": []}
     snapshot = lexical_snapshot()
     for i, q in enumerate(queries):
         hw = hardware[i % len(hardware)]
         t0 = time.perf_counter()
-        retrieve(q, hardware=hw, k=5)
+        retrieve(q, hardware=hw, k=5, scope=scope)
         total.append((time.perf_counter() - t0) * 1000)
         # Components, measured separately on the same query.
         t1 = time.perf_counter()
         v = embed_query(q)
         t2 = time.perf_counter()
-        snapshot.index.top(q, 50, snapshot.mask(hw, None))
+        allowed = allowed_documents(scope, hw, None)
+        snapshot.index.top(q, 50, snapshot.mask(allowed))
         t3 = time.perf_counter()
-        ids = _vector_ranking(v, snapshot, hw, None)  # Chroma query + our filter
+        ids = _vector_ranking(v, snapshot, scope, hw, None, allowed)  # Chroma query + our filter
         t4 = time.perf_counter()
         Chunk.objects.select_related("document").in_bulk(ids[:10])
         t5 = time.perf_counter()

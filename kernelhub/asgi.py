@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
 Websocket routes come from `kernelhub.routing`; the stack checks the Origin against
-ALLOWED_HOSTS and authenticates with the Django session.
+ALLOWED_HOSTS and authenticates with the Django session. In front of everything, URLs
+longer than KERNELHUB_MAX_URL_BYTES answer 414 (`kernelhub.http_limits`).
 """
 
 import os
@@ -15,13 +16,18 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from django.conf import settings  # noqa: E402
+
+from kernelhub.http_limits import MaxUrlLengthMiddleware, install_twisted_limits  # noqa: E402
 from kernelhub.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+install_twisted_limits(settings.KERNELHUB_MAX_URL_BYTES)
+
+application = MaxUrlLengthMiddleware(ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
     }
-)
+))

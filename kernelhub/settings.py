@@ -7,6 +7,7 @@ Set DATABASE_URL, REDIS_URL and CHROMA_URL for the distributed mode.
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import sys
 from pathlib import Path
@@ -95,6 +96,7 @@ INSTALLED_APPS = [
     "kernelhub.review",
     "kernelhub.api",
     "knowledge",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -107,6 +109,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "kernelhub.urls"
@@ -170,6 +174,8 @@ KERNELHUB_EVAL_TIMEOUT_S = env_float("KERNELHUB_EVAL_TIMEOUT_S", 180.0)
 # --- vectors: Chroma on disk unless CHROMA_URL names a server --------------------------------
 CHROMA_URL = env_str("CHROMA_URL")
 CHROMA_DIR = KERNELHUB_DATA_DIR / "chroma"
+# Longest request target (path + query) served; longer ones get 414 (kernelhub/http_limits.py).
+KERNELHUB_MAX_URL_BYTES = env_int("KERNELHUB_MAX_URL_BYTES", 8 * 1024)
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 50 * 1024 * 1024)
 KB_MAX_PDF_PAGES = env_int("KB_MAX_PDF_PAGES", 2000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
@@ -188,6 +194,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins from one username
+# and IP, that pair is locked out for the cool-off. Axes' backend must come first.
+AUTHENTICATION_BACKENDS = [
+    "kernelhub.auth_backends.AxesLoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = _dt.timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"

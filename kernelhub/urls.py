@@ -13,9 +13,16 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("sessions/", include(("kernelhub.optimization.urls", "optimization"))),
     path("review/", include(("kernelhub.review.urls", "review"))),
+    path("teams/", include(("kernelhub.teams.urls", "teams"))),
     path("knowledge/", include(("knowledge.urls", "knowledge"))),
     path("", include(("kernelhub.api.urls", "api"))),
 ]
+
+# Styled error pages (JSON under /api/ and /odata/); Django uses them whenever DEBUG is off.
+handler400 = "kernelhub.views.error_400"
+handler403 = "kernelhub.views.error_403"
+handler404 = "kernelhub.views.error_404"
+handler500 = "kernelhub.views.error_500"
 
 if settings.DEBUG:
     from django.contrib.staticfiles.urls import staticfiles_urlpatterns

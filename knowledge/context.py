@@ -40,15 +40,21 @@ def build_query(problem: str = "", diagnosis: Any = None, errors: list[str] | No
 
 class KnowledgeContextProvider:
     """Manual passages for the session's hardware (plus vendor-neutral pages) and the
-    distilled skills that match, as ContextPassages."""
+    distilled skills that match, as ContextPassages.
 
-    def __init__(self, skills: int = 2) -> None:
+    A session reads what its team may read: the team's documents and skills plus shared
+    ones (`team_id`); with no team it reads shared rows only."""
+
+    def __init__(self, skills: int = 2, *, team_id: int | None = None, scope=None) -> None:
+        from knowledge.selectors import KnowledgeScope
+
         self.skills = skills
+        self.scope = scope if scope is not None else KnowledgeScope.for_teams(
+            [team_id] if team_id is not None else [])
 
     def retrieve(self, query: str, hardware: str | None = None,
                  categories: list[str] | None = None, k: int = 5) -> list[ContextPassage]:
-        from knowledge.retrieval import retrieve
-        from knowledge.selectors import skill_search
+        from knowledge.selectors import passage_search, skill_search
 
         passages = [
             ContextPassage(
@@ -57,12 +63,14 @@ class KnowledgeContextProvider:
                 metadata={"chunk_id": c.chunk_id, "document_id": c.document_id,
                           "vendor": c.vendor, "hardware": c.hardware, "category": c.category},
             )
-            for c in retrieve(query, hardware=hardware, categories=categories, k=k)
+            for c in passage_search(scope=self.scope, query=query, hardware=hardware,
+                                    categories=categories, k=k)
         ]
         if self.skills and query.strip():
             from knowledge.skills import skill_text
 
-            for skill, score in skill_search(query, hardware=hardware, k=self.skills):
+            for skill, score in skill_search(query, scope=self.scope, hardware=hardware,
+                                             k=self.skills):
                 passages.append(ContextPassage(
                     text=skill_text(skill), document=f"skill: {skill.title}", score=score,
                     section=skill.family, kind="skill",

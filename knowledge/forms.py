@@ -17,10 +17,14 @@ class DocumentUploadForm(forms.Form):
                                          "empty means vendor-neutral (generic).")
     category = forms.ChoiceField(choices=Category.choices)
     team = forms.ChoiceField(required=False, help_text="The team you upload for.")
+    shared = forms.BooleanField(required=False, label="Share with every team",
+                                help_text="Team admins only; others see it read-only.")
 
-    def __init__(self, *args, teams=(), **kwargs):
+    def __init__(self, *args, teams=(), can_share=False, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].choices = [(str(t.pk), t.name) for t in teams]
+        if not can_share:  # the service refuses it anyway; do not offer it
+            del self.fields["shared"]
 
 
 class SearchForm(forms.Form):

@@ -14,7 +14,10 @@ GENERIC_HARDWARE = "generic"
 
 
 class Document(models.Model):
-    """An uploaded manual. Global to the installation; who uploaded it is recorded."""
+    """An uploaded manual. It belongs to a team; a team admin may share it with every team.
+
+    A document without a team (uploaded before documents had teams, or by an operator
+    without --team) is seen by staff and superusers only, until someone assigns it."""
 
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting"
@@ -44,6 +47,8 @@ class Document(models.Model):
     team = models.ForeignKey(
         "teams.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="kb_documents"
     )
+    # Visible to every team; only an admin (of the team, or a superuser) sets it.
+    shared = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     indexed_at = models.DateTimeField(null=True, blank=True)
@@ -51,10 +56,11 @@ class Document(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            # A failed upload does not block uploading the same file again.
+            # A failed upload does not block uploading the same file again; another
+            # team may hold the same manual (it cannot see this team's copy).
             models.UniqueConstraint(
-                fields=["content_hash"], condition=~Q(status="failed"),
-                name="kb_document_unique_content",
+                fields=["team", "content_hash"], condition=~Q(status="failed"),
+                name="kb_document_unique_content_per_team",
             )
         ]
 
@@ -87,7 +93,9 @@ class Chunk(models.Model):
 
 
 class Skill(models.Model):
-    """A lesson distilled from successful search steps: what changed, where, and the gain."""
+    """A lesson distilled from successful search steps: what changed, where, and the gain.
+
+    It belongs to the team of the sessions it came from (shared like documents)."""
 
     title = models.CharField(max_length=300)
     description = models.TextField(blank=True)
@@ -106,6 +114,10 @@ class Skill(models.Model):
     helped_count = models.PositiveIntegerField(default=0)
     not_helped_count = models.PositiveIntegerField(default=0)
     retired = models.BooleanField(default=False)
+    team = models.ForeignKey(
+        "teams.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="kb_skills"
+    )
+    shared = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

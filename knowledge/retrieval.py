@@ -21,12 +21,14 @@ from knowledge.fusion import reciprocal_rank_fusion
 from knowledge.lexical import BM25Index
 from knowledge.models import GENERIC_HARDWARE, Category, Chunk, Document
 from knowledge.retrieval_text import context_text
+from knowledge.selectors import KnowledgeScope, and_where, document_filter_rows
 
 CANDIDATES = 50  # depth of each ranking before fusion
 # Chroma's metadata filter ($contains on the hardware list) costs 70-100 ms at 50,000
-# chunks while an unfiltered query costs ~1 ms (BENCHMARKS.md), so filters are applied
-# here to an over-fetched unfiltered ranking; only a very selective filter that leaves
-# too few hits falls back to Chroma's own filtering.
+# chunks while an unfiltered query costs ~1 ms (BENCHMARKS.md), so the hardware and
+# category filters are applied here to an over-fetched ranking; only a very selective
+# filter that leaves too few hits falls back to Chroma's own filtering. The team filter
+# (team_id/shared metadata) always goes to Chroma: another team's vectors never come back.
 VECTOR_OVERFETCH = 4
 MIN_FILTERED_HITS = 20
 
@@ -50,37 +52,37 @@ class RetrievedChunk:
 
 
 class _LexicalSnapshot:
+    """Every indexed chunk in one BM25 index; who may read which is decided per query."""
+
+    MAX_MASKS = 64
+
     def __init__(self, generation: tuple) -> None:
         rows = list(
-            Chunk.objects.order_by("pk").values_list(
-                "pk", "document_id", "text", "section", "document__title",
-                "document__hardware", "document__category",
-            )
+            Chunk.objects.order_by("pk").values_list("pk", "document_id", "text", "section",
+                                                     "document__title")
         )
         self.generation = generation
         self.chunk_ids = np.asarray([r[0] for r in rows], dtype=np.int64)
         self.doc_ids = np.asarray([r[1] for r in rows], dtype=np.int64)
         self.index = BM25Index([context_text(r[4], r[3], r[2]) for r in rows])
-        self.documents = {r[1]: (set(r[5] or []), r[6]) for r in rows}
-        self._masks: dict[tuple, tuple[np.ndarray, set[int]]] = {}
+        self._masks: dict[frozenset, tuple[np.ndarray, set[int]]] = {}
+        self._lock = threading.Lock()
 
-    def _filter(self, hardware: str | None, categories: list[str] | None):
-        key = (hardware, tuple(sorted(categories or ())))
-        if key not in self._masks:
-            allowed = [doc for doc, (tags, category) in self.documents.items()
-                       if _matches(tags, category, hardware, categories)]
-            mask = np.isin(self.doc_ids, np.asarray(allowed, dtype=np.int64))
-            self._masks[key] = (mask, set(self.chunk_ids[mask].tolist()))
-        return self._masks[key]
+    def _filter(self, allowed_documents: frozenset[int]) -> tuple[np.ndarray, set[int]]:
+        with self._lock:
+            if allowed_documents not in self._masks:
+                if len(self._masks) >= self.MAX_MASKS:
+                    self._masks.clear()
+                mask = np.isin(self.doc_ids, np.asarray(sorted(allowed_documents), dtype=np.int64))
+                self._masks[allowed_documents] = (mask, set(self.chunk_ids[mask].tolist()))
+            return self._masks[allowed_documents]
 
-    def mask(self, hardware: str | None, categories: list[str] | None) -> np.ndarray | None:
-        """Which rows pass the filters (None: no filter)."""
-        if not hardware and not categories:
-            return None
-        return self._filter(hardware, categories)[0]
+    def mask(self, allowed_documents: frozenset[int] | None) -> np.ndarray | None:
+        """Which rows belong to the allowed documents (None: every row)."""
+        return None if allowed_documents is None else self._filter(allowed_documents)[0]
 
-    def allowed_ids(self, hardware: str | None, categories: list[str] | None) -> set[int]:
-        return self._filter(hardware, categories)[1]
+    def allowed_ids(self, allowed_documents: frozenset[int]) -> set[int]:
+        return self._filter(allowed_documents)[1]
 
 
 _snapshot: _LexicalSnapshot | None = None
@@ -135,26 +137,51 @@ def _check_categories(categories: list[str] | None) -> list[str] | None:
     return list(categories)
 
 
-def _vector_ranking(vector: np.ndarray, snapshot: _LexicalSnapshot, hardware: str | None,
-                    categories: list[str] | None) -> list[int]:
+def allowed_documents(scope: KnowledgeScope, hardware: str | None,
+                      categories: list[str] | None) -> frozenset[int] | None:
+    """The indexed documents the reader may see that pass the filters (None: all of them,
+    for an operator's unfiltered query)."""
+    if scope.everything and not hardware and not categories:
+        return None
+    return frozenset(pk for pk, tags, category in document_filter_rows(scope=scope)
+                     if _matches(set(tags or []), category, hardware, categories))
+
+
+def _vector_ranking(vector: np.ndarray, snapshot: _LexicalSnapshot, scope: KnowledgeScope,
+                    hardware: str | None, categories: list[str] | None,
+                    allowed: frozenset[int] | None) -> list[int]:
+    """Chunk ids nearest to `vector`. Chroma itself filters by the scope (team_id/shared
+    metadata), so another team's chunks never come back; the cheaper hardware/category
+    filters are applied here to an over-fetched ranking, falling back to Chroma's own."""
     depth = min(CANDIDATES, snapshot.index.size)
-    if not hardware and not categories:
-        return [int(id_) for id_, _ in store.query(store.CHUNKS, vector, depth)]
-    allowed = snapshot.allowed_ids(hardware, categories)
-    if not allowed:
+    scope_where = scope.chroma_where()
+    if allowed is None:
+        return [int(id_) for id_, _ in store.query(store.CHUNKS, vector, depth, where=scope_where)]
+    allowed_chunks = snapshot.allowed_ids(allowed)
+    if not allowed_chunks:
         return []
-    hits = store.query(store.CHUNKS, vector, min(depth * VECTOR_OVERFETCH, snapshot.index.size))
-    ranked = [int(id_) for id_, _ in hits if int(id_) in allowed][:depth]
-    if len(ranked) < min(len(allowed), MIN_FILTERED_HITS):
-        where = chroma_where(hardware, categories)
-        ranked = [int(id_) for id_, _ in store.query(store.CHUNKS, vector, depth, where=where)]
+    if not hardware and not categories:
+        hits = store.query(store.CHUNKS, vector, depth, where=scope_where)
+        return [int(id_) for id_, _ in hits if int(id_) in allowed_chunks]
+    hits = store.query(store.CHUNKS, vector, min(depth * VECTOR_OVERFETCH, snapshot.index.size),
+                       where=scope_where)
+    ranked = [int(id_) for id_, _ in hits if int(id_) in allowed_chunks][:depth]
+    if len(ranked) < min(len(allowed_chunks), MIN_FILTERED_HITS):
+        where = and_where(chroma_where(hardware, categories), scope_where)
+        ranked = [int(id_) for id_, _ in store.query(store.CHUNKS, vector, depth, where=where)
+                  if int(id_) in allowed_chunks]
     return ranked
 
 
 def retrieve(query: str, hardware: str | None = None, categories: list[str] | None = None,
-             k: int = 5) -> list[RetrievedChunk]:
-    """The `k` chunks that best answer `query`, from documents tagged `hardware` (plus
-    vendor-neutral ones tagged "generic") in `categories`; best first."""
+             k: int = 5, *, scope: KnowledgeScope) -> list[RetrievedChunk]:
+    """The `k` chunks that best answer `query`, from documents in `scope` tagged `hardware`
+    (plus vendor-neutral ones tagged "generic") in `categories`; best first.
+
+    `scope` is required: pages, the API and sessions pass the reader's
+    (knowledge.selectors.KnowledgeScope); operator tools pass KnowledgeScope.ALL."""
+    if not isinstance(scope, KnowledgeScope):
+        raise TypeError("retrieve() needs a KnowledgeScope (KnowledgeScope.ALL for operator tools)")
     query = query.strip()
     if not query or k <= 0:
         return []
@@ -163,15 +190,21 @@ def retrieve(query: str, hardware: str | None = None, categories: list[str] | No
     snapshot = lexical_snapshot()
     if snapshot.index.size == 0:
         return []
+    allowed = allowed_documents(scope, hardware, categories)
+    if allowed is not None and not allowed:
+        return []
     lexical = [int(snapshot.chunk_ids[row])
-               for row, _ in snapshot.index.top(query, CANDIDATES, snapshot.mask(hardware, categories))]
-    vector = _vector_ranking(embed_query(query), snapshot, hardware, categories)
+               for row, _ in snapshot.index.top(query, CANDIDATES, snapshot.mask(allowed))]
+    vector = _vector_ranking(embed_query(query), snapshot, scope, hardware, categories, allowed)
     fused = reciprocal_rank_fusion([vector, lexical])
     rows = Chunk.objects.select_related("document").in_bulk([cid for cid, _ in fused[: k * 2]])
+    visible = Document.objects.filter(scope.q())  # the database has the last word
+    visible_ids = set(visible.filter(pk__in={c.document_id for c in rows.values()})
+                      .values_list("pk", flat=True))
     results = []
     for chunk_id, score in fused:
         chunk = rows.get(chunk_id)
-        if chunk is None:  # a vector whose row is gone (deleted meanwhile)
+        if chunk is None or chunk.document_id not in visible_ids:  # gone, or not the reader's
             continue
         doc = chunk.document
         results.append(RetrievedChunk(

@@ -1,25 +1,101 @@
-"""Reads of the knowledge base (documents, chunks, skills)."""
+"""Reads of the knowledge base (documents, chunks, skills), always within a scope.
+
+Who may read what: a team's members (and its API keys) read the team's documents and
+skills plus every row an admin marked `shared`; staff and superusers also read rows no
+team owns yet (legacy). The membership rule itself is kernelhub.teams.selectors'. Every
+page, API endpoint and session context asks through a `KnowledgeScope`; foreign rows are
+"not found" (404), so their existence is not revealed.
+"""
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from kernelhub.teams.selectors import team_ids_for_user
 from knowledge.models import Chunk, Document, Skill
 
+if TYPE_CHECKING:
+    from knowledge.retrieval import RetrievedChunk
 
-def document_list(*, status: str | None = None) -> QuerySet[Document]:
-    documents = Document.objects.select_related("uploaded_by", "team")
+# Chroma metadata value of `team_id` for rows no team owns (team primary keys start at 1).
+NO_TEAM = 0
+
+
+@dataclass(frozen=True)
+class KnowledgeScope:
+    """Which documents and skills a reader may see."""
+
+    team_ids: tuple[int, ...] = ()
+    unassigned: bool = False  # rows without a team (staff and superusers only)
+    everything: bool = False  # operator tools (management commands, benchmarks)
+
+    ALL: ClassVar["KnowledgeScope"]
+
+    @classmethod
+    def for_user(cls, user) -> "KnowledgeScope":
+        if user is None or not user.is_authenticated:
+            return cls()
+        staff = bool(getattr(user, "is_staff", False) or getattr(user, "is_superuser", False))
+        return cls(team_ids=tuple(team_ids_for_user(user)), unassigned=staff)
+
+    @classmethod
+    def for_teams(cls, team_ids, *, unassigned: bool = False) -> "KnowledgeScope":
+        return cls(team_ids=tuple(int(t) for t in team_ids if t is not None), unassigned=unassigned)
+
+    def q(self) -> Q:
+        """The rows (documents or skills) in scope, as a filter on their own fields."""
+        if self.everything:
+            return Q()
+        visible = Q(shared=True) | Q(team_id__in=self.team_ids)
+        return visible | Q(team__isnull=True) if self.unassigned else visible
+
+    def chroma_where(self) -> dict | None:
+        """The same rule on Chroma metadata (`team_id`, `shared`), for chunks and skills."""
+        if self.everything:
+            return None
+        ids = [*self.team_ids, *([NO_TEAM] if self.unassigned else [])]
+        if not ids:
+            return {"shared": True}
+        return {"$or": [{"team_id": {"$in": ids}}, {"shared": True}]}
+
+
+KnowledgeScope.ALL = KnowledgeScope(everything=True)
+
+
+def and_where(*clauses: dict | None) -> dict | None:
+    """Chroma `where` clauses combined with $and (None ones dropped)."""
+    present = [c for c in clauses if c]
+    if not present:
+        return None
+    return present[0] if len(present) == 1 else {"$and": present}
+
+
+# --- documents -------------------------------------------------------------------------------
+
+def document_list(*, scope: KnowledgeScope, status: str | None = None) -> QuerySet[Document]:
+    documents = Document.objects.filter(scope.q()).select_related("uploaded_by", "team")
     return documents.filter(status=status) if status else documents
 
 
-def document_get(document_id: int) -> Document:
-    return Document.objects.select_related("uploaded_by", "team").get(pk=document_id)
+def document_get(*, scope: KnowledgeScope, document_id: int) -> Document:
+    try:
+        return document_list(scope=scope).get(pk=document_id)
+    except Document.DoesNotExist:
+        raise Http404("No such document in your teams.")
 
 
-def document_find_duplicate(content_hash: str) -> Document | None:
-    """The stored document with these bytes (failed uploads do not count)."""
+def document_find_duplicate(content_hash: str, *, team=None) -> Document | None:
+    """The stored document with these bytes that `team` can see (its own or a shared one;
+    failed uploads do not count). Another team's private copy is not a duplicate."""
+    team_id = getattr(team, "pk", team)
+    same_owner = Q(team_id=team_id) if team_id is not None else Q(team__isnull=True)
     return (
         Document.objects.filter(content_hash=content_hash)
+        .filter(same_owner | Q(shared=True))
         .exclude(status=Document.Status.FAILED)
         .order_by("created_at")
         .first()
@@ -30,9 +106,25 @@ def chunk_list(document: Document) -> QuerySet[Chunk]:
     return document.chunks.order_by("ordinal")
 
 
-def skill_list(*, query: str = "", include_retired: bool = False,
+def document_filter_rows(*, scope: KnowledgeScope) -> list[tuple[int, list[str], str]]:
+    """(id, hardware tags, category) of the indexed documents in scope, for retrieval."""
+    return list(document_list(scope=scope, status=Document.Status.READY)
+                .values_list("pk", "hardware", "category"))
+
+
+def passage_search(*, scope: KnowledgeScope, query: str, hardware: str | None = None,
+                   categories: list[str] | None = None, k: int = 5) -> list["RetrievedChunk"]:
+    """Hybrid search over the manuals in scope (see knowledge.retrieval.retrieve)."""
+    from knowledge.retrieval import retrieve
+
+    return retrieve(query, hardware=hardware, categories=categories, k=k, scope=scope)
+
+
+# --- skills ----------------------------------------------------------------------------------
+
+def skill_list(*, scope: KnowledgeScope, query: str = "", include_retired: bool = False,
                hardware: str = "") -> QuerySet[Skill]:
-    skills = Skill.objects.all()
+    skills = Skill.objects.filter(scope.q()).select_related("team")
     if not include_retired:
         skills = skills.filter(retired=False)
     if hardware:
@@ -46,20 +138,25 @@ def skill_list(*, query: str = "", include_retired: bool = False,
     return skills
 
 
-def skill_get(skill_id: int) -> Skill:
-    return Skill.objects.get(pk=skill_id)
+def skill_get(*, scope: KnowledgeScope, skill_id: int) -> Skill:
+    try:
+        return Skill.objects.filter(scope.q()).select_related("team").get(pk=skill_id)
+    except Skill.DoesNotExist:
+        raise Http404("No such skill in your teams.")
 
 
-def skill_search(query: str, *, hardware: str | None = None, k: int = 3,
+def skill_search(query: str, *, scope: KnowledgeScope, hardware: str | None = None, k: int = 3,
                  min_similarity: float = 0.3) -> list[tuple[Skill, float]]:
-    """Active skills nearest in meaning to `query` (cosine), best first."""
+    """Active skills in scope nearest in meaning to `query` (cosine), best first."""
     from knowledge import store
     from knowledge.embeddings import embed_query
     from knowledge.skills import skill_where
 
-    if not Skill.objects.filter(retired=False).exists():
+    active = Skill.objects.filter(scope.q(), retired=False)
+    if not active.exists():
         return []
-    hits = store.query(store.SKILLS, embed_query(query), k, where=skill_where(hardware))
+    where = and_where(skill_where(hardware), scope.chroma_where())
+    hits = store.query(store.SKILLS, embed_query(query), k, where=where)
     hits = [(int(id_.removeprefix("skill-")), score) for id_, score in hits if score >= min_similarity]
-    skills = Skill.objects.in_bulk([skill_id for skill_id, _ in hits])
-    return [(skills[i], score) for i, score in hits if i in skills and not skills[i].retired]
+    skills = active.in_bulk([skill_id for skill_id, _ in hits])  # the database has the last word
+    return [(skills[i], score) for i, score in hits if i in skills]

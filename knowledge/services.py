@@ -1,4 +1,11 @@
-"""Writes to the knowledge base. The database and Chroma change together or not at all."""
+"""Writes to the knowledge base. The database and Chroma change together or not at all.
+
+Every write checks the actor's role in the owning team here (kernelhub.teams.selectors
+.user_can): engineers and admins ("upload") add, edit, re-index and delete their team's
+documents and skills; only admins ("manage", or a superuser) share them with every team.
+`user=None` is the system itself (management commands, the session runner). Deletions,
+retirements, sharing and team changes land in the audit trail (kernelhub.review).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -18,10 +26,38 @@ from knowledge.errors import KnowledgeInputError
 from knowledge.filetypes import detect_kind, kind_for_name
 from knowledge.ingestion import PreparedDocument, prepare
 from knowledge.models import GENERIC_HARDWARE, Category, Chunk, Document, Skill
-from knowledge.selectors import document_find_duplicate
+from kernelhub.teams.selectors import user_can
+from knowledge.selectors import NO_TEAM, document_find_duplicate
 from knowledge.skills import MERGE_SIMILARITY, SkillDraft, skill_drafts, skill_metadata, skill_text, skill_title
 
 log = logging.getLogger(__name__)
+
+
+# --- who may write ---------------------------------------------------------------------------
+
+def user_may(user, team, action: str) -> bool:
+    """Whether `user` may do `action` to a row owned by `team` (None: no team owns it)."""
+    if user is None:  # the system: management commands, the session runner
+        return True
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if getattr(user, "is_superuser", False):
+        return True
+    return team is not None and user_can(user, team, action)
+
+
+def _require(user, team, action: str, what: str) -> None:
+    if user_may(user, team, action):
+        return
+    where = f"team {team.name!r}" if team is not None else "rows no team owns (superusers only)"
+    need = "an admin" if action == "manage" else "an engineer or admin"
+    raise PermissionDenied(f"{what} in {where} needs {need} role.")
+
+
+def _audit(*, team, user, action: str, target, details: dict) -> None:
+    from kernelhub.review.services import audit_record
+
+    audit_record(team=team, actor=user, action=action, target=target, details=details)
 
 
 # --- documents -------------------------------------------------------------------------------
@@ -61,13 +97,19 @@ def _stored_file(document: Document) -> Path:
 
 def document_upload(*, filename: str, data: bytes, category: str, vendor: str = "",
                     hardware: str | Iterable[str] | None = None, title: str = "",
-                    user=None, team=None) -> Document:
-    """Check an upload and store it as a pending document (indexing happens later).
+                    user=None, team=None, shared: bool = False) -> Document:
+    """Check an upload and store it as a pending document of `team` (indexing happens later).
 
-    Size, type (extension and magic bytes), emptiness and duplicates are refused here,
-    before anything is stored; problems only parsing can find are reported by
-    document_process on the document itself.
+    The role (engineer or admin of `team`; admin to share it) is checked first; size, type
+    (extension and magic bytes), emptiness and duplicates are refused next, before
+    anything is stored; problems only parsing can find are reported by document_process
+    on the document itself.
     """
+    if user is not None and team is None:
+        raise KnowledgeInputError("Choose the team this document is for.")
+    _require(user, team, "upload", "Uploading documents")
+    if shared:
+        _require(user, team, "manage", "Sharing a document with every team")
     name = PurePath(filename).name
     document_check_size(name, len(data))
     _check_category(category)
@@ -75,7 +117,7 @@ def document_upload(*, filename: str, data: bytes, category: str, vendor: str = 
     if kind != "pdf" and not data.strip():
         raise KnowledgeInputError(f"{name}: the file is empty.")
     content_hash = hashlib.sha256(data).hexdigest()
-    _refuse_duplicate(name, content_hash)
+    _refuse_duplicate(name, content_hash, team)
     suffix = PurePath(name).suffix.lower()
     try:
         with transaction.atomic():
@@ -84,7 +126,7 @@ def document_upload(*, filename: str, data: bytes, category: str, vendor: str = 
                 vendor=vendor.strip().lower(), hardware=normalize_hardware(hardware),
                 category=category, content_hash=content_hash, size_bytes=len(data),
                 uploaded_by=user if user is not None and user.is_authenticated else None,
-                team=team, message="Waiting to be indexed",
+                team=team, shared=bool(shared), message="Waiting to be indexed",
             )
             document.stored_path = f"knowledge/files/{document.pk}-{content_hash[:16]}{suffix}"
             path = _stored_file(document)
@@ -92,13 +134,13 @@ def document_upload(*, filename: str, data: bytes, category: str, vendor: str = 
             path.write_bytes(data)
             document.save(update_fields=["stored_path"])
     except IntegrityError:  # the same bytes were stored a moment ago by someone else
-        _refuse_duplicate(name, content_hash)
+        _refuse_duplicate(name, content_hash, team)
         raise
     return document
 
 
-def _refuse_duplicate(name: str, content_hash: str) -> None:
-    original = document_find_duplicate(content_hash)
+def _refuse_duplicate(name: str, content_hash: str, team) -> None:
+    original = document_find_duplicate(content_hash, team=team)
     if original is not None:
         raise KnowledgeInputError(
             f'{name}: duplicate of "{original.title}" (document #{original.pk}, '
@@ -149,7 +191,16 @@ def _chunk_metadata(document: Document, chunk: Chunk) -> dict[str, Any]:
         "document_id": document.pk, "document": document.title, "vendor": document.vendor,
         "hardware": document.hardware, "category": document.category,
         "page": chunk.page, "section": chunk.section[:500], "ordinal": chunk.ordinal,
+        # Who may read it: scoped queries filter on these (knowledge.selectors.KnowledgeScope).
+        "team_id": document.team_id or NO_TEAM, "shared": bool(document.shared),
     }
+
+
+def _sync_chunk_metadata(document: Document) -> None:
+    """Rewrite the metadata of a document's vectors after its team or sharing changed."""
+    chunks = list(document.chunks.order_by("ordinal"))
+    store.update_metadata(store.CHUNKS, [str(c.pk) for c in chunks],
+                          [_chunk_metadata(document, c) for c in chunks])
 
 
 def _replace_chunks(document: Document, prepared: PreparedDocument) -> None:
@@ -180,13 +231,14 @@ def _replace_chunks(document: Document, prepared: PreparedDocument) -> None:
 
 def document_ingest_file(path: Path, *, category: str, vendor: str = "",
                          hardware: str | Iterable[str] | None = None, user=None,
-                         team=None) -> Document:
+                         team=None, shared: bool = False) -> Document:
     """Upload and index a file now (the kb_ingest command); on failure nothing is kept."""
     path = Path(path)
     kind_for_name(path.name)
     document_check_size(path.name, path.stat().st_size)
     document = document_upload(filename=path.name, data=path.read_bytes(), category=category,
-                               vendor=vendor, hardware=hardware, user=user, team=team)
+                               vendor=vendor, hardware=hardware, user=user, team=team,
+                               shared=shared)
     document = document_process(document.pk)
     if document.status == Document.Status.FAILED:
         document.delete()
@@ -194,30 +246,81 @@ def document_ingest_file(path: Path, *, category: str, vendor: str = "",
     return document
 
 
-def document_delete(document: Document) -> None:
-    """Delete a document, its chunks and their vectors."""
+def document_delete(document: Document, *, user=None) -> None:
+    """Delete a document, its chunks and their vectors; the audit trail records it."""
+    _require(user, document.team, "upload", "Deleting documents")
+    if user is not None and document.status in (Document.Status.PENDING, Document.Status.PROCESSING):
+        raise KnowledgeInputError("Wait until indexing finishes before deleting this document.")
     document_id = document.pk
     path = _stored_file(document) if document.stored_path else None
     with transaction.atomic():
+        _audit(team=document.team, user=user, action="document_deleted", target=document,
+               details={"title": document.title, "filename": document.filename,
+                        "content_hash": document.content_hash, "shared": document.shared,
+                        "chunk_count": document.chunk_count})
         document.delete()
         store.delete(store.CHUNKS, where={"document_id": document_id})
     if path is not None:
         path.unlink(missing_ok=True)
 
 
+def document_set_shared(*, document: Document, shared: bool, user) -> Document:
+    """Share a document with every team (or stop sharing it): admins only."""
+    _require(user, document.team, "manage", "Sharing a document with every team")
+    if document.shared == bool(shared):
+        return document
+    with transaction.atomic():
+        document.shared = bool(shared)
+        document.save(update_fields=["shared", "updated_at"])
+        _audit(team=document.team, user=user,
+               action="document_shared" if shared else "document_unshared", target=document,
+               details={"title": document.title})
+        _sync_chunk_metadata(document)
+    return document
+
+
+def document_assign_team(*, document: Document, team, user) -> Document:
+    """Give a document to a team (e.g. a legacy one no team owns): admins of both sides."""
+    _require(user, document.team, "manage", "Moving documents")
+    if team is not None:
+        _require(user, team, "manage", "Moving documents")
+    if document.team_id == getattr(team, "pk", None):
+        return document
+    old_team = document.team
+    with transaction.atomic():
+        document.team = team
+        document.save(update_fields=["team", "updated_at"])
+        details = {"title": document.title, "from_team": getattr(old_team, "pk", None),
+                   "to_team": getattr(team, "pk", None)}
+        for side in {t for t in (old_team, team)}:  # both teams' trails (None: no team's)
+            _audit(team=side, user=user, action="document_team_changed", target=document,
+                   details=details)
+        _sync_chunk_metadata(document)
+    return document
+
+
 def documents_reindex(*, document_ids: list[int] | None = None,
-                      output: Callable[[str], None] = lambda line: None) -> tuple[int, int]:
-    """Re-chunk and re-embed indexed documents (after a model or chunking change).
+                      output: Callable[[str], None] = lambda line: None,
+                      user=None) -> tuple[int, int]:
+    """Re-chunk and re-embed indexed documents (after a model or chunking change); the
+    vectors get the current metadata (team, sharing) too.
 
     With no `document_ids` (all documents) the chunk collection is rebuilt from scratch,
-    so vectors of another model or of chunks that no longer exist do not linger.
+    so vectors of another model or of chunks that no longer exist do not linger; only the
+    system or a superuser does that. A user re-indexes documents of teams where they may
+    upload; naming any other document refuses the whole run before anything changes.
     Returns (documents, chunks).
     """
     selected = Document.objects.filter(status=Document.Status.READY).order_by("pk")
     if document_ids is None:
-        store.drop(store.CHUNKS)
+        if user is not None and not getattr(user, "is_superuser", False):
+            raise PermissionDenied("Re-indexing the whole knowledge base needs a superuser.")
     else:
         selected = selected.filter(pk__in=document_ids)
+        for document in selected.select_related("team"):
+            _require(user, document.team, "upload", "Re-indexing documents")
+    if document_ids is None:
+        store.drop(store.CHUNKS)
     documents = chunks = 0
     for document in selected:
         try:
@@ -245,25 +348,44 @@ def _skill_index(skill: Skill) -> None:
                  [skill_metadata(skill)], [skill_text(skill)])
 
 
-def _similar_skill(draft: SkillDraft, text: str) -> Skill | None:
-    exact = Skill.objects.filter(transformation=draft.transformation, family=draft.family,
-                                 hardware=draft.hardware, retired=False).first()
-    if exact or not Skill.objects.filter(retired=False, hardware=draft.hardware).exists():
+def _similar_skill(draft: SkillDraft, text: str, team) -> Skill | None:
+    """The team's own active skill that is the same lesson (never another team's)."""
+    own = Skill.objects.filter(team=team) if team is not None else Skill.objects.filter(team__isnull=True)
+    exact = own.filter(transformation=draft.transformation, family=draft.family,
+                       hardware=draft.hardware, retired=False).first()
+    if exact or not own.filter(retired=False, hardware=draft.hardware).exists():
         return exact
-    where = {"$and": [{"retired": False}, {"hardware": draft.hardware}]} if draft.hardware else {"retired": False}
-    hits = store.query(store.SKILLS, embed([text])[0], 1, where=where)
+    clauses: list[dict] = [{"retired": False}, {"team_id": team.pk if team is not None else NO_TEAM}]
+    if draft.hardware:
+        clauses.append({"hardware": draft.hardware})
+    hits = store.query(store.SKILLS, embed([text])[0], 1, where={"$and": clauses})
     if hits and hits[0][1] >= MERGE_SIMILARITY:
-        return Skill.objects.filter(pk=int(hits[0][0].removeprefix("skill-")), retired=False).first()
+        return own.filter(pk=int(hits[0][0].removeprefix("skill-")), retired=False).first()
     return None
 
 
-def distill_session_skills(nodes: list[dict[str, Any]], session_id: Any = None) -> list[Skill]:
-    """Turn a finished session's successful steps into skills, merging similar ones.
+def _session_team(session_id: Any):
+    """The team of session `session_id` (skills belong to their session's team)."""
+    if session_id is None or not str(session_id).isdigit():
+        return None
+    from kernelhub.optimization.models import SearchSession
+
+    session = SearchSession.objects.select_related("team").filter(pk=int(session_id)).first()
+    return session.team if session is not None else None
+
+
+def distill_session_skills(nodes: list[dict[str, Any]], session_id: Any = None, *,
+                           team=None) -> list[Skill]:
+    """Turn a finished session's successful steps into skills of the session's team,
+    merging similar ones of that team.
 
     `nodes` are plain dicts (id, parent_id, status, reward, advantage, speedup_vs_eager,
     origin {transformation, params}, diagnostics {bottleneck}, integrity_flags, family,
-    hardware, session). Returns the skills created or updated.
+    hardware, session). `team` defaults to the team of session `session_id`; skills
+    without either belong to no team (staff only). Returns the skills created or updated.
     """
+    if team is None:
+        team = _session_team(session_id)
     touched: dict[int, Skill] = {}
     for draft in skill_drafts(nodes, session_id):
         candidate = Skill(
@@ -273,10 +395,10 @@ def distill_session_skills(nodes: list[dict[str, Any]], session_id: Any = None) 
             bottleneck_before=draft.bottleneck_before[:64], bottleneck_after=draft.bottleneck_after[:64],
             speedup_mean=draft.speedup, speedup_best=draft.speedup, advantage_mean=draft.advantage,
             observations=1, sessions=[draft.session] if draft.session else [],
-            source_nodes=[f"{draft.session}:{draft.node}"],
+            source_nodes=[f"{draft.session}:{draft.node}"], team=team,
         )
         with transaction.atomic():
-            skill = _similar_skill(draft, skill_text(candidate))
+            skill = _similar_skill(draft, skill_text(candidate), team)
             if skill is None:
                 skill = candidate
                 skill.save()
@@ -315,7 +437,8 @@ SKILL_EDITABLE = ("title", "description", "transformation", "params", "family", 
                   "bottleneck_before", "bottleneck_after")
 
 
-def skill_update(skill: Skill, **fields: Any) -> Skill:
+def skill_update(skill: Skill, *, user=None, **fields: Any) -> Skill:
+    _require(user, skill.team, "upload", "Editing skills")
     unknown = set(fields) - set(SKILL_EDITABLE)
     if unknown:
         raise KnowledgeInputError(f"Cannot edit {', '.join(sorted(unknown))} of a skill.")
@@ -327,10 +450,46 @@ def skill_update(skill: Skill, **fields: Any) -> Skill:
     return skill
 
 
-def skill_retire(skill: Skill, *, retired: bool = True) -> Skill:
+def skill_retire(skill: Skill, *, retired: bool = True, user=None) -> Skill:
     """Retired skills stay on record but are no longer retrieved or merged into."""
+    _require(user, skill.team, "upload", "Retiring skills")
     with transaction.atomic():
         skill.retired = retired
         skill.save(update_fields=["retired", "updated_at"])
+        _audit(team=skill.team, user=user, action="skill_retired" if retired else "skill_restored",
+               target=skill, details={"title": skill.title})
+        _skill_index(skill)
+    return skill
+
+
+def skill_set_shared(*, skill: Skill, shared: bool, user) -> Skill:
+    """Share a skill with every team (or stop sharing it): admins only."""
+    _require(user, skill.team, "manage", "Sharing a skill with every team")
+    if skill.shared == bool(shared):
+        return skill
+    with transaction.atomic():
+        skill.shared = bool(shared)
+        skill.save(update_fields=["shared", "updated_at"])
+        _audit(team=skill.team, user=user, action="skill_shared" if shared else "skill_unshared",
+               target=skill, details={"title": skill.title})
+        _skill_index(skill)
+    return skill
+
+
+def skill_assign_team(*, skill: Skill, team, user) -> Skill:
+    """Give a skill to a team (e.g. one merged across teams before skills had teams)."""
+    _require(user, skill.team, "manage", "Moving skills")
+    if team is not None:
+        _require(user, team, "manage", "Moving skills")
+    if skill.team_id == getattr(team, "pk", None):
+        return skill
+    old_team = skill.team
+    with transaction.atomic():
+        skill.team = team
+        skill.save(update_fields=["team", "updated_at"])
+        details = {"title": skill.title, "from_team": getattr(old_team, "pk", None),
+                   "to_team": getattr(team, "pk", None)}
+        for side in {old_team, team}:
+            _audit(team=side, user=user, action="skill_team_changed", target=skill, details=details)
         _skill_index(skill)
     return skill

@@ -105,8 +105,10 @@ def skill_text(skill) -> str:
 
 
 def skill_metadata(skill) -> dict[str, Any]:
+    # team_id 0: no team owns it (knowledge.selectors.NO_TEAM); scoped queries filter on it.
     return {"skill_id": skill.pk, "hardware": skill.hardware, "family": skill.family,
-            "transformation": skill.transformation, "retired": skill.retired}
+            "transformation": skill.transformation, "retired": skill.retired,
+            "team_id": skill.team_id or 0, "shared": bool(skill.shared)}
 
 
 def skill_where(hardware: str | None, *, include_retired: bool = False) -> dict | None:

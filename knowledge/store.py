@@ -124,6 +124,18 @@ def upsert(name: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict]
                             metadatas=[clean_metadata(m) for m in metadatas], documents=documents)
 
 
+def update_metadata(name: str, ids: list[str], metadatas: list[dict]) -> None:
+    """Replace the metadata of existing vectors (their embeddings stay)."""
+    if not ids:
+        return
+    target = collection(name)
+    batch = get_client().get_max_batch_size()
+    for start in range(0, len(ids), batch):
+        end = start + batch
+        target.update(ids=ids[start:end],
+                      metadatas=[clean_metadata(m) for m in metadatas[start:end]])
+
+
 def delete(name: str, *, ids: list[str] | None = None, where: dict | None = None) -> None:
     if ids is not None and not ids:
         return

@@ -1,20 +1,27 @@
-"""Pages of the knowledge base; thin: forms in, services and selectors out."""
+"""Pages of the knowledge base; thin: forms in, services and selectors out.
+
+Everything read goes through knowledge.selectors within the user's scope (their teams'
+rows and shared ones), so another team's documents and skills are "not found" (404);
+services check the role for every write.
+"""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from kernelhub.teams.selectors import teams_where_user_can, user_can_upload
 from knowledge import selectors, services
 from knowledge.errors import KnowledgeInputError
 from knowledge.forms import DocumentUploadForm, SearchForm, SkillForm
-from knowledge.models import Document, Skill
-from knowledge.retrieval import retrieve
-from knowledge.tasks import enqueue_ingest
+from knowledge.selectors import KnowledgeScope
+
+
+def _scope(request) -> KnowledgeScope:
+    return KnowledgeScope.for_user(request.user)
 
 
 def _require_upload(request) -> None:
@@ -24,13 +31,15 @@ def _require_upload(request) -> None:
 
 
 def _upload_form(request, data=None, files=None) -> DocumentUploadForm:
-    return DocumentUploadForm(data, files, teams=teams_where_user_can(request.user, "upload"))
+    can_share = request.user.is_superuser or bool(teams_where_user_can(request.user, "manage"))
+    return DocumentUploadForm(data, files, teams=teams_where_user_can(request.user, "upload"),
+                              can_share=can_share)
 
 
 @login_required
 def document_list(request):
     return render(request, "knowledge/document_list.html", {
-        "documents": selectors.document_list(),
+        "documents": selectors.document_list(scope=_scope(request)),
         "can_upload": user_can_upload(request.user),
         "form": _upload_form(request),
         "search_form": SearchForm(),
@@ -44,17 +53,27 @@ def document_upload(request):
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         teams = {str(t.pk): t for t in teams_where_user_can(request.user, "upload")}
+        chosen = form.cleaned_data.get("team") or ""
+        if not chosen and len(teams) == 1:  # the only team the user uploads for
+            chosen = next(iter(teams))
+        document = None
         try:
+            if chosen not in teams:
+                raise KnowledgeInputError("Choose the team this document is for.")
             services.document_check_size(upload.name, upload.size)
             document = services.document_upload(
                 filename=upload.name, data=upload.read(), category=form.cleaned_data["category"],
                 vendor=form.cleaned_data["vendor"], hardware=form.cleaned_data["hardware"],
-                title=form.cleaned_data["title"], user=request.user,
-                team=teams.get(form.cleaned_data.get("team") or ""),
+                title=form.cleaned_data["title"], user=request.user, team=teams[chosen],
+                shared=form.cleaned_data.get("shared", False),
             )
         except KnowledgeInputError as exc:
-            form.add_error("file", str(exc))
-        else:
+            form.add_error("file" if chosen in teams else "team", str(exc))
+        except PermissionDenied as exc:  # sharing needs an admin: nothing was stored
+            form.add_error("shared", str(exc))
+        if document is not None:
+            from knowledge.tasks import enqueue_ingest
+
             enqueue_ingest(document.pk)
             messages.success(request, f"{document.filename} uploaded; indexing has started.")
             return redirect("knowledge:document_detail", pk=document.pk)
@@ -64,49 +83,60 @@ def document_upload(request):
 
 @login_required
 def document_detail(request, pk: int):
-    document = get_object_or_404(selectors.document_list(), pk=pk)
+    document = selectors.document_get(scope=_scope(request), document_id=pk)
     return render(request, "knowledge/document_detail.html", {
         "document": document,
         "chunks": selectors.chunk_list(document)[:200],
-        "can_upload": user_can_upload(request.user),
+        "can_upload": services.user_may(request.user, document.team, "upload"),
+        "can_share": services.user_may(request.user, document.team, "manage"),
     })
 
 
 @login_required
 def document_progress(request, pk: int):
     """The progress fragment; htmx polls it until the document is ready or failed."""
-    document = get_object_or_404(Document, pk=pk)
+    document = selectors.document_get(scope=_scope(request), document_id=pk)
     return render(request, "knowledge/partials/document_progress.html", {"document": document})
 
 
 @login_required
 @require_POST
 def document_delete(request, pk: int):
-    _require_upload(request)
-    document = get_object_or_404(Document, pk=pk)
-    if document.status in (Document.Status.PENDING, Document.Status.PROCESSING):
-        messages.error(request, "Wait until indexing finishes before deleting this document.")
+    document = selectors.document_get(scope=_scope(request), document_id=pk)
+    try:
+        services.document_delete(document, user=request.user)
+    except KnowledgeInputError as exc:
+        messages.error(request, str(exc))
         return redirect("knowledge:document_detail", pk=pk)
-    services.document_delete(document)
     messages.success(request, f"Deleted {document.title} and its vectors.")
     return redirect("knowledge:document_list")
 
 
 @login_required
+@require_POST
+def document_share(request, pk: int):
+    document = selectors.document_get(scope=_scope(request), document_id=pk)
+    shared = request.POST.get("shared", "1") == "1"
+    services.document_set_shared(document=document, shared=shared, user=request.user)
+    messages.success(request, "Shared with every team." if shared else "Now visible to "
+                     f"{document.team or 'staff'} only.")
+    return redirect("knowledge:document_detail", pk=pk)
+
+
+@login_required
 def search(request):
     form = SearchForm(request.GET or None)
-    results, error = [], ""
+    results, error, skills = [], "", []
     if form.is_valid() and form.cleaned_data["q"]:
-        category = form.cleaned_data["category"]
+        scope, category = _scope(request), form.cleaned_data["category"]
         try:
-            results = retrieve(form.cleaned_data["q"], hardware=form.cleaned_data["hardware"] or None,
-                               categories=[category] if category else None,
-                               k=form.cleaned_data["k"] or 5)
+            results = selectors.passage_search(
+                scope=scope, query=form.cleaned_data["q"],
+                hardware=form.cleaned_data["hardware"] or None,
+                categories=[category] if category else None, k=form.cleaned_data["k"] or 5)
         except KnowledgeInputError as exc:
             error = str(exc)
-    skills = []
-    if form.is_valid() and form.cleaned_data["q"]:
-        skills = selectors.skill_search(form.cleaned_data["q"],
+        skills = selectors.skill_search(form.cleaned_data["q"], scope=scope,
                                         hardware=form.cleaned_data["hardware"] or None, k=3)
     return render(request, "knowledge/search.html",
                   {"form": form, "results": results, "skills": skills, "error": error})
@@ -117,10 +147,13 @@ def skill_list(request):
     query = request.GET.get("q", "").strip()
     include_retired = request.GET.get("retired") == "1"
     hardware = request.GET.get("hardware", "").strip()
+    scope = _scope(request)
     if query and request.GET.get("mode") == "meaning":
-        skills = [s for s, _ in selectors.skill_search(query, hardware=hardware or None, k=20)]
+        skills = [s for s, _ in selectors.skill_search(query, scope=scope,
+                                                       hardware=hardware or None, k=20)]
     else:
-        skills = selectors.skill_list(query=query, include_retired=include_retired, hardware=hardware)
+        skills = selectors.skill_list(scope=scope, query=query, include_retired=include_retired,
+                                      hardware=hardware)
     return render(request, "knowledge/skill_list.html", {
         "skills": skills, "q": query, "include_retired": include_retired, "hardware": hardware,
         "mode": request.GET.get("mode", "words"),
@@ -129,27 +162,39 @@ def skill_list(request):
 
 @login_required
 def skill_detail(request, pk: int):
-    skill = get_object_or_404(Skill, pk=pk)
-    can_edit = user_can_upload(request.user)
+    skill = selectors.skill_get(scope=_scope(request), skill_id=pk)
+    can_edit = services.user_may(request.user, skill.team, "upload")
     form = SkillForm(request.POST or None, instance=skill) if can_edit else None
     if request.method == "POST":
-        _require_upload(request)
+        if not can_edit:
+            raise PermissionDenied("Editing this skill needs an engineer or admin role in its team.")
         if form.is_valid():
             changed = {name: form.cleaned_data[name] for name in form.changed_data}
-            services.skill_update(get_object_or_404(Skill, pk=pk), **changed)
+            services.skill_update(selectors.skill_get(scope=_scope(request), skill_id=pk),
+                                  user=request.user, **changed)
             messages.success(request, "Skill saved.")
             return redirect("knowledge:skill_detail", pk=pk)
-    return render(request, "knowledge/skill_detail.html",
-                  {"skill": skill, "form": form, "can_edit": can_edit},
-                  status=400 if request.method == "POST" else 200)
+    return render(request, "knowledge/skill_detail.html", {
+        "skill": skill, "form": form, "can_edit": can_edit,
+        "can_share": services.user_may(request.user, skill.team, "manage"),
+    }, status=400 if request.method == "POST" else 200)
 
 
 @login_required
 @require_POST
 def skill_retire(request, pk: int):
-    _require_upload(request)
-    skill = get_object_or_404(Skill, pk=pk)
+    skill = selectors.skill_get(scope=_scope(request), skill_id=pk)
     retired = request.POST.get("retired", "1") == "1"
-    services.skill_retire(skill, retired=retired)
+    services.skill_retire(skill, retired=retired, user=request.user)
     messages.success(request, f"Skill {'retired' if retired else 'restored'}.")
+    return redirect("knowledge:skill_detail", pk=pk)
+
+
+@login_required
+@require_POST
+def skill_share(request, pk: int):
+    skill = selectors.skill_get(scope=_scope(request), skill_id=pk)
+    shared = request.POST.get("shared", "1") == "1"
+    services.skill_set_shared(skill=skill, shared=shared, user=request.user)
+    messages.success(request, "Shared with every team." if shared else "No longer shared.")
     return redirect("knowledge:skill_detail", pk=pk)

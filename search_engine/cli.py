@@ -41,9 +41,28 @@ def register_evaluate(subparsers) -> None:
     p.add_argument("--trials", type=int, default=5, help="correctness trials (at least 5 "
                    "recommended)")
     p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute metrics")
+    add_isolation_argument(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on "
                    "the last line")
     p.set_defaults(func=cmd_evaluate)
+
+
+def add_isolation_argument(p) -> None:
+    """`--isolation {auto,required,off}`: how the candidate's sandbox is isolated."""
+    p.add_argument("--isolation", default="auto", choices=["auto", "required", "off"],
+                   help="sandbox isolation: auto (default: every layer this host gives, the rest "
+                        "reported), required (fail unless the user, PID, mount, network and "
+                        "memory layers all work), off (plain subprocess, for debugging)")
+
+
+def with_isolation(config, args):
+    """`config` (an EvaluationConfig) with `--isolation` threaded into its sandbox limits."""
+    from dataclasses import replace
+
+    isolation = getattr(args, "isolation", None)
+    if not isolation or isolation == config.limits.isolation:
+        return config
+    return replace(config, limits=replace(config.limits, isolation=isolation))
 
 
 def parse_sizes(items: list[str]) -> dict[str, int | float]:
@@ -67,6 +86,7 @@ def cmd_evaluate(args) -> int:
     from dataclasses import replace
 
     from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.isolation import IsolationUnavailable
     from search_engine.evaluation.pipeline import evaluate
     from search_engine.problems import Problem, ProblemError
 
@@ -81,9 +101,10 @@ def cmd_evaluate(args) -> int:
         config = EvaluationConfig(trials=args.trials)
         if args.no_ncu:
             config = replace(config, ncu="off")
+        config = with_isolation(config, args)
         result = evaluate(problem, candidate, target=args.target, precision_policy=args.precision,
                           timeout_s=args.timeout, config=config)
-    except (ProblemError, ValueError) as exc:
+    except (ProblemError, ValueError, IsolationUnavailable) as exc:
         if args.json:
             print(json.dumps({"status": "error", "message": str(exc)}))
         else:

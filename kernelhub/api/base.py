@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework import exceptions
+from rest_framework import exceptions, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -13,8 +13,22 @@ from kernelhub.api.permissions import DEFAULT_PERMISSIONS
 from kernelhub.api.throttling import PerKeyRateThrottle
 
 
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state of the resource."
+    default_code = "conflict"
+
+
 def exception_handler(exc, context):
-    """DRF's handler, plus Django's ValidationError (what services raise) as a 400."""
+    """DRF's handler, plus Django's ValidationError (what services raise) as a 400; a
+    service error that names a conflict (e.g. an already-approved kernel) as a 409."""
+    from kernelhub.review.services import KernelAlreadyApproved
+
+    if isinstance(exc, KernelAlreadyApproved):
+        exc = Conflict(detail=" ".join(exc.messages), code=KernelAlreadyApproved.code)
+        response = drf_exception_handler(exc, context)
+        response.data = {"detail": str(exc.detail), "code": KernelAlreadyApproved.code}
+        return response
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "message_dict"):
             exc = exceptions.ValidationError(exc.message_dict)

@@ -2,7 +2,8 @@
 
 Rows come from the database in chunks through `.iterator()` and leave as they are
 written: memory stays flat however large the table. Column order is `flat.py`'s. CSV
-starts with a UTF-8 BOM so Excel reads non-ASCII names correctly.
+starts with a UTF-8 BOM so Excel reads non-ASCII names correctly, and text cells that a
+spreadsheet would evaluate as formulas are neutralised (`csv_cell`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,19 @@ from kernelhub.api.flat import EntitySet
 
 BOM = "\ufeff"
 ROWS_PER_WRITE = 500
+# A text cell starting with one of these is a formula to Excel, LibreOffice and Sheets
+# (CSV injection, OWASP): such cells get a leading single quote, which makes them text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A CSV cell: None empty; text that a spreadsheet would run as a formula quoted with
+    a leading `'`. Only strings: numbers (a negative speedup, say) stay numbers."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 class _Line:
@@ -29,10 +43,10 @@ class _Line:
 
 def csv_chunks(entity: EntitySet, queryset, names: list[str]) -> Iterator[str]:
     writer = csv.writer(_Line(), lineterminator="\r\n")
-    yield BOM + writer.writerow(names)
+    yield BOM + writer.writerow([csv_cell(n) for n in names])
     buffer: list[str] = []
     for row in entity.rows(queryset, names):
-        buffer.append(writer.writerow(["" if v is None else v for v in row]))
+        buffer.append(writer.writerow([csv_cell(v) for v in row]))
         if len(buffer) >= ROWS_PER_WRITE:
             yield "".join(buffer)
             buffer.clear()

@@ -247,6 +247,8 @@ class DocumentSerializer(serializers.Serializer):
     chunk_count = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     indexed_at = serializers.DateTimeField(allow_null=True)
+    team = serializers.IntegerField(source="team_id", allow_null=True)
+    shared = serializers.BooleanField()
 
 
 class PassageSerializer(serializers.Serializer):
@@ -280,3 +282,5 @@ class SkillSerializer(serializers.Serializer):
     retired = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    team = serializers.IntegerField(source="team_id", allow_null=True)
+    shared = serializers.BooleanField()

@@ -37,7 +37,16 @@ class HardwareTarget(models.Model):
 
 
 class Problem(models.Model):
-    """A KernelBench-format problem. Library problems have no team and are visible to all."""
+    """A KernelBench-format problem. Library problems have no team and are visible to all.
+
+    `offline_coverage_*`: whether the offline synthesizer covers it, computed once per
+    source in the background (the analysis runs the problem in the sandbox)."""
+
+    class Coverage(models.TextChoices):
+        PENDING = "pending", "Checking"
+        COVERED = "covered", "Covered"
+        UNCOVERED = "uncovered", "Not covered"
+        UNKNOWN = "unknown", "Unknown"
 
     team = models.ForeignKey(
         Team, null=True, blank=True, on_delete=models.CASCADE, related_name="problems"
@@ -52,6 +61,15 @@ class Problem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    offline_coverage_state = models.CharField(max_length=16, choices=Coverage.choices,
+                                              default=Coverage.PENDING)
+    offline_coverage_detail = models.TextField(blank=True)
+    offline_coverage_family = models.CharField(max_length=32, blank=True)
+    offline_coverage_ops = models.JSONField(default=list, blank=True)
+    offline_coverage_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="the source hash the stored coverage is for")
+    offline_coverage_requested_at = models.DateTimeField(null=True, blank=True)
+    offline_coverage_computed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -61,6 +79,21 @@ class Problem(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def offline_coverage_ready(self) -> bool:
+        return (self.offline_coverage_state != self.Coverage.PENDING
+                and self.offline_coverage_sha256 == self.source_sha256)
+
+    @property
+    def offline_coverage(self) -> dict:
+        """{"state": pending | covered | uncovered | unknown, "detail", "family", "ops"}."""
+        if not self.offline_coverage_ready:
+            return {"state": self.Coverage.PENDING.value,
+                    "detail": "checking whether the offline synthesizer covers it…",
+                    "family": "", "ops": []}
+        return {"state": self.offline_coverage_state, "detail": self.offline_coverage_detail,
+                "family": self.offline_coverage_family, "ops": list(self.offline_coverage_ops)}
 
 
 class SearchSession(models.Model):

@@ -104,7 +104,7 @@ def make_context_provider(session: SearchSession):
         from search_engine.protocols import NullContextProvider
 
         return NullContextProvider()
-    return KnowledgeContextProvider()
+    return KnowledgeContextProvider(team_id=session.team_id)  # the team's and shared rows
 
 
 def make_search_config(session: SearchSession):
@@ -335,7 +335,7 @@ def distill_skills(session: SearchSession, outcome) -> None:
         return
     nodes = [skill_node(node, session) for node in outcome.nodes]
     try:
-        distill_session_skills(nodes, session_id=session.pk)
+        distill_session_skills(nodes, session_id=session.pk, team=session.team)
     except Exception:  # skills are a bonus; never fail a finished session over them
         logger.exception("skill distillation failed for session %s", session.pk)
 

@@ -7,7 +7,6 @@ import logging
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -41,33 +40,18 @@ CODE_STYLE = "monokai"
 # --- offline coverage -------------------------------------------------------------------------
 
 def offline_coverage(problem: Problem) -> dict:
-    """Whether the offline synthesizer can write kernels for `problem` (cached by source hash).
+    """The stored offline coverage of `problem`; never computed here.
 
-    Returns {"state": "covered" | "uncovered" | "unknown", "detail": str}."""
-    key = f"offline-coverage:{problem.source_sha256}"
-    found = cache.get(key)
-    if found is None:
-        found = _offline_coverage_uncached(problem.source)
-        if found["state"] != "unknown":
-            cache.set(key, found, 24 * 3600)
-    return found
+    {"state": "pending" | "covered" | "uncovered" | "unknown", "detail", "family", "ops"}.
+    A pending problem is handed to the background task (once); the partial polls."""
+    coverage = problem.offline_coverage
+    if coverage["state"] == Problem.Coverage.PENDING:
+        services.problem_offline_coverage_request(problem)
+    return coverage
 
 
-def _offline_coverage_uncached(source: str) -> dict:
-    try:
-        from search_engine.synthesis.base import NotCoveredError
-        from search_engine.synthesis.offline import OfflineSynthesizer
-    except ImportError:
-        return {"state": "unknown",
-                "detail": "coverage unknown: the offline synthesizer is not installed"}
-    try:
-        family = OfflineSynthesizer().check_covered(source)
-    except NotCoveredError as exc:
-        return {"state": "uncovered", "detail": str(exc), "ops": exc.ops}
-    except Exception as exc:  # a problem the analysis trips on: say so, don't fail the page
-        logger.warning("offline coverage check failed: %s", exc)
-        return {"state": "unknown", "detail": f"coverage unknown: {type(exc).__name__}: {exc}"}
-    return {"state": "covered", "detail": f"covered (template family: {family})", "family": family}
+# The computation itself (sandboxed analysis, JSON answer), for callers and tests.
+_offline_coverage_uncached = services.offline_coverage_of_source
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -103,18 +87,23 @@ def _create_session_from_form(request, form: SessionForm) -> SearchSession | Non
     """Store the uploaded problem (if any), the session, and start it; form errors otherwise."""
     data = form.cleaned_data
     team, problem = data["team"], data.get("problem")
+    offline = data["synthesizer"] == SearchSession.SynthesizerKind.OFFLINE
     if data.get("problem_file"):
         upload = data["problem_file"]
         try:
             problem = services.problem_create(
                 name=(data.get("problem_name") or upload["name"]).strip(),
-                source=upload["source"], team=team, user=request.user)
+                source=upload["source"], team=team, user=request.user,
+                request_offline_coverage=not offline)  # offline: checked right below
         except ValidationError as exc:
             form.add_error("problem_file", " ".join(exc.messages))
             return None
         messages.success(request, f"Problem {problem.name!r} validated and stored.")
-    if data["synthesizer"] == SearchSession.SynthesizerKind.OFFLINE:
-        coverage = offline_coverage(problem)
+    if offline:
+        # Launching needs the answer: a problem never checked is checked now (sandboxed).
+        if not problem.offline_coverage_ready:
+            problem = services.problem_offline_coverage_compute(problem)
+        coverage = problem.offline_coverage
         if coverage["state"] == "uncovered":
             form.add_error("problem", "The offline synthesizer does not cover this problem: "
                            f"{coverage['detail']}. Pick the LLM synthesizer or another problem.")
@@ -277,6 +266,8 @@ def candidate_detail(request, pk: int):
         "can_propose": candidate.status == "correct"
         and user_can(request.user, session.team, "propose"),
         "pending_review": candidate.reviews.filter(status="pending").first(),
+        # An approved kernel is never offered "Propose for review" again.
+        "approved_review": candidate.reviews.filter(status="approved").first(),
         "children": candidate.children.order_by("id"),
     })
 

@@ -39,7 +39,12 @@ class Review(models.Model):
             models.UniqueConstraint(
                 fields=["candidate"], condition=models.Q(status="pending"),
                 name="one_pending_review_per_candidate",
-            )
+            ),
+            # A candidate is approved at most once: one kernel row per candidate in the BI feeds.
+            models.UniqueConstraint(
+                fields=["candidate"], condition=models.Q(status="approved"),
+                name="one_approval_per_candidate",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -47,9 +52,12 @@ class Review(models.Model):
 
 
 class AuditEvent(models.Model):
-    """Append-only trail of decisions and sensitive actions."""
+    """Append-only trail of decisions and sensitive actions.
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_events")
+    `team` is empty only for objects no team owns (legacy knowledge-base rows)."""
+
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="audit_events")
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

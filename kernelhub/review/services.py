@@ -4,13 +4,32 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kernelhub.optimization.models import Candidate
 from kernelhub.review.models import AuditEvent, Review
 from kernelhub.teams.models import Team
 from kernelhub.teams.selectors import user_can
+
+
+class KernelAlreadyApproved(ValidationError):
+    """A candidate is approved at most once; the API answers 409 Conflict with this message."""
+
+    code = "already_approved"
+
+    def __init__(self, candidate: Candidate, approved: Review | None = None):
+        where = f" (review #{approved.pk})" if approved is not None else ""
+        super().__init__(
+            f"Kernel {candidate.node_id} of session {candidate.session_id} is already "
+            f"approved{where}; an approved kernel cannot be proposed or approved again.",
+            code=self.code,
+        )
+
+
+def approved_review_of(candidate: Candidate) -> Review | None:
+    return (Review.objects.filter(candidate=candidate, status=Review.Status.APPROVED)
+            .order_by("decided_at", "pk").first())
 
 
 def audit_record(
@@ -51,6 +70,11 @@ def kernel_propose(
         raise ValidationError(
             f"Only correct kernels can be proposed; this one is {candidate.status!r}."
         )
+    approved = approved_review_of(candidate)
+    if approved is not None:
+        if automatic:
+            return approved  # a session that ends again proposes nothing new
+        raise KernelAlreadyApproved(candidate, approved)
     existing = Review.objects.filter(candidate=candidate, status=Review.Status.PENDING).first()
     if existing is not None:
         return existing
@@ -75,6 +99,12 @@ def _decide(review: Review, reviewer: AbstractBaseUser, status: str, comment: st
         locked = Review.objects.select_for_update().get(pk=review.pk)
         if locked.status != Review.Status.PENDING:
             raise ValidationError(f"This review was already decided ({locked.status}).")
+        if status == Review.Status.APPROVED:
+            # Lock the candidate's reviews: two reviewers approving at once cannot both win.
+            list(Review.objects.select_for_update().filter(candidate_id=review.candidate_id))
+            approved = approved_review_of(review.candidate)
+            if approved is not None:
+                raise KernelAlreadyApproved(review.candidate, approved)
         review.status = status
         review.reviewer = reviewer
         review.decided_at = timezone.now()
@@ -82,7 +112,11 @@ def _decide(review: Review, reviewer: AbstractBaseUser, status: str, comment: st
         review.metrics = candidate_metrics_snapshot(review.candidate)
         review.integrity_override = bool(override_reason)
         review.override_reason = override_reason.strip()
-        review.save()
+        try:
+            with transaction.atomic():  # a savepoint: the constraint backs the check above
+                review.save()
+        except IntegrityError as exc:
+            raise KernelAlreadyApproved(review.candidate) from exc
         audit_record(
             team=review.team, actor=reviewer, action=f"kernel_{status}", target=review,
             details={"candidate": review.candidate_id, "comment": review.comment,
@@ -98,6 +132,9 @@ def kernel_approve(
 ) -> Review:
     """Approve a proposed kernel. Flags must be overridden explicitly, with a reason."""
     candidate = review.candidate
+    approved = approved_review_of(candidate)
+    if approved is not None and approved.pk != review.pk:
+        raise KernelAlreadyApproved(candidate, approved)
     if candidate.status != "correct":
         raise ValidationError(f"Cannot approve a kernel whose status is {candidate.status!r}.")
     if candidate.integrity_flags and not override_reason.strip():

@@ -1,54 +1,278 @@
-"""The sandboxed side of an evaluation: `python -m search_engine.evaluation.child`.
+"""The candidate's side of an evaluation: `python -m search_engine.evaluation.child`.
 
-It receives the problem, the candidate and the trial inputs (never the reference
-outputs), runs the candidate, and sends back raw evidence: outputs (to a file), launches,
-input mutation and aliasing evidence, timings, profiler kernel times and compiled
-metadata. The trusted parent judges all of it.
+This process is untrusted: it holds the candidate and, one request at a time, the inputs
+the parent chose. It never sees the problem's source, the reference model, the reference
+outputs or the trial plan. It answers requests over one socket (see `wire`) and the
+parent checks every answer: outputs are compared by the parent, a reply out of order is a
+protocol violation, and nothing here decides a status.
 
-Order matters: rlimits, the launch recorder and the baselines' timing all happen before
-the candidate's code is imported.
+Requests: `load` (init inputs + weights, build ModelNew), `stage` (keep an input set),
+`call` (one forward on a staged set; outputs back at once, so work cannot be deferred),
+`ghost` (the same with every Triton launch a no-op and fresh memory poisoned), `time`,
+`profile`, `evidence`, `exit`. A `--mode ncu` run replays two calls from files for ncu.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import socket
 import sys
-import time
 import traceback
 from pathlib import Path
-from typing import Any
+
+from search_engine.evaluation import wire
+
+MAX_REQUEST_BYTES = 1 << 40  # the parent is trusted; its frames are bounded by the problem
 
 
-class Channel:
-    """Control pipes to the parent. Under a wrapper such as ncu the pipes may not be
-    inherited: then messages are dropped and replies are immediate."""
+class CandidateServer:
+    def __init__(self, sock: socket.socket, device: str):
+        self.sock, self.device = sock, device
+        self.gpu = device == "cuda"
+        self.model = None
+        self.sets: dict[int, list] = {}
+        self.max_outputs = 16
+        self.max_output_bytes = 1 << 30
+        import torch
+        import triton  # noqa: F401  (after TRITON_INTERPRET was set by the parent)
 
-    def __init__(self, out_fd: int, in_fd: int):
+        from search_engine.evaluation import timing  # noqa: F401  (bound before the candidate)
+        from search_engine.evaluation.hooks import (
+            InterpreterWork, LaunchRecorder, make_aten_work_recorder, snapshot_timers,
+        )
+
+        self.torch = torch
+        self.work = None
+        if not self.gpu:
+            _install_interpreter_compat()
+            self.work = InterpreterWork()
+            self.work.install()
+        self.recorder = LaunchRecorder(work=self.work)
+        self.recorder.install()
+        self.aten = make_aten_work_recorder(self.recorder) if not self.gpu else None
+        self.timers = snapshot_timers()
+        self.host_reads: dict[str, int] = {}
+        self.escapes: dict[str, int] = {}
+        self.in_forward = False
+        self.output_shapes: list[list[int]] = []
+        self._watch_host_reads()
+        from search_engine.evaluation.hooks import watch_dispatch_escapes
+
+        watch_dispatch_escapes(lambda: self.in_forward and not self.recorder.in_launch,
+                               self.escapes)
+
+    def _watch_host_reads(self) -> None:
+        """Count Tensor -> host-Python conversions made outside kernels (NumPy or lists doing
+        the math); the interpreter's own launches are exempt."""
+        torch, recorder, counts = self.torch, self.recorder, self.host_reads
+
+        def watch(name):
+            original = getattr(torch.Tensor, name)
+
+            def wrapper(tensor, *args, **kwargs):
+                if not recorder.in_launch:
+                    counts[name] = counts.get(name, 0) + 1
+                return original(tensor, *args, **kwargs)
+            setattr(torch.Tensor, name, wrapper)
+
+        for name in ("numpy", "tolist", "__array__"):
+            watch(name)
+
+    # -- the loop
+    def serve(self) -> None:
+        stream = self.torch.cuda.current_stream().cuda_stream if self.gpu else None
+        wire.send(self.sock, {"kind": "ready", "pid": os.getpid(), "default_stream": stream})
+        while True:
+            header, tensors = wire.recv(self.sock, MAX_REQUEST_BYTES)
+            kind = header.get("kind")
+            handler = getattr(self, f"on_{kind}", None) if kind in REQUESTS else None
+            if kind == "exit":
+                wire.send(self.sock, {"kind": "bye", "re": header.get("id")})
+                return
+            if handler is None:
+                reply, out = {"ok": False, "error": "protocol", "message": f"unknown {kind!r}"}, []
+            else:
+                try:
+                    reply, out = handler(header, tensors)
+                except BaseException as exc:  # noqa: BLE001 - report anything the candidate raises
+                    reply, out = self._failure(exc), []
+            wire.send(self.sock, {"kind": "reply", "re": header.get("id"), **reply}, out)
+
+    def _failure(self, exc: BaseException) -> dict:
+        error = "compile" if _is_triton_compile_error(exc) else "runtime"
+        if isinstance(exc, OutputRejected):
+            error = "output"
+        return {"ok": False, "error": error, "message": f"{type(exc).__name__}: {exc}"[:2000],
+                "traceback": traceback.format_exc(limit=8)[-4000:]}
+
+    # -- requests
+    def on_load(self, header: dict, tensors: list) -> tuple[dict, list]:
+        torch = self.torch
+        from search_engine.problems import exec_module
+
+        self.recorder.own_filename = header["candidate_file"]
+        init_inputs = wire.decode_values(header["init"], tensors)
+        state = dict(zip(header["state_keys"], tensors[header["state_offset"]:]))
+        self.max_outputs = int(header.get("max_outputs", 16))
+        self.output_shapes = header.get("output_shapes", [])
+        self.max_output_bytes = int(header.get("max_output_bytes", 1 << 30))
         try:
-            os.fstat(out_fd)
-            self.out_fd = out_fd
-            self.in_file = os.fdopen(in_fd, "r")
-        except OSError:
-            self.out_fd, self.in_file = None, None
+            module = exec_module(Path(header["candidate_file"]).read_text(),
+                                 "kernelhub_candidate", header["candidate_file"])
+            if not hasattr(module, "ModelNew"):
+                raise AttributeError("the candidate defines no ModelNew")
+            torch.manual_seed(int(header["seed"]))
+            model = module.ModelNew(*init_inputs)
+            _load_weights(model, state)
+            self.model = model.to(self.device).eval()
+        except BaseException as exc:  # noqa: BLE001 - every failure here is a build failure
+            return {"ok": False, "error": "compile", "message": f"{type(exc).__name__}: {exc}"[:2000],
+                    "traceback": traceback.format_exc(limit=8)[-4000:]}, []
+        return {"ok": True}, []
 
-    def send(self, **msg: Any) -> None:
-        if self.out_fd is not None:
-            os.write(self.out_fd, (json.dumps(msg, default=str) + "\n").encode())
+    def on_stage(self, header: dict, tensors: list) -> tuple[dict, list]:
+        values = wire.decode_values(header["inputs"], tensors)
+        self.sets[int(header["set"])] = [x.to(self.device) if isinstance(x, self.torch.Tensor)
+                                         else x for x in values]
+        return {"ok": True}, []
 
-    def wait_reply(self) -> str:
-        return self.in_file.readline().strip() if self.in_file else "go"
+    def on_call(self, header: dict, tensors: list) -> tuple[dict, list]:
+        return self._call(int(header["set"]), ghost=False)
+
+    def on_ghost(self, header: dict, tensors: list) -> tuple[dict, list]:
+        return self._call(int(header["set"]), ghost=True)
+
+    def _call(self, which: int, ghost: bool) -> tuple[dict, list]:
+        torch = self.torch
+        from contextlib import ExitStack
+
+        from search_engine.evaluation.hooks import poisoned_allocations, result_spotter
+
+        inputs = self.sets[which]
+        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        mark = self.recorder.mark()
+        aten_before = dict(self.aten.inside_kernel) if self.aten else {}
+        host_before = dict(self.host_reads)
+        escapes_before = dict(self.escapes)
+        spotter = result_spotter(self.output_shapes) if ghost else None
+        torch_bytes_before = self.aten.bytes if self.aten else 0
+        with ExitStack() as stack:
+            stack.enter_context(torch.no_grad())
+            if ghost:  # below the work recorder: its fills are ours, not the candidate's
+                stack.enter_context(poisoned_allocations())
+                self.recorder.ghost = True
+                stack.callback(setattr, self.recorder, "ghost", False)
+            if spotter is not None:
+                stack.enter_context(spotter)
+            if self.aten is not None:
+                stack.enter_context(self.aten)
+            self.in_forward = True
+            stack.callback(setattr, self, "in_forward", False)
+            out = self.model(*inputs)
+        if self.gpu:
+            torch.cuda.synchronize()
+        try:
+            outputs = wire.plain_tensors(out, self.max_outputs)
+        except TypeError as exc:
+            raise OutputRejected(str(exc)) from None
+        # Copied now: a later call cannot repair (or spoil) what this one returned.
+        copies = [o.detach().to("cpu", copy=True) for o in outputs]
+        size = sum(o.numel() * o.element_size() for o in copies)
+        if size > self.max_output_bytes:
+            raise OutputRejected(f"forward returned {size} bytes of outputs, over the "
+                            f"{self.max_output_bytes} the reference's outputs allow")
+        launches = self.recorder.since(mark)
+        evidence = {
+            "own_launches": sum(1 for launch in launches if launch.own),
+            "other_launches": sorted({launch.name for launch in launches if not launch.own}),
+            "streams": sorted({launch.stream for launch in launches
+                               if launch.own and launch.stream is not None}),
+            "mutations": _mutations(inputs, pristine),
+            "aliases": _aliases(outputs, inputs),
+            "kernel_seconds": sum(launch.seconds for launch in launches if launch.own),
+            "kernel_bytes": sum(launch.arg_bytes for launch in launches if launch.own),
+            "torch_in_kernel": _grown(aten_before, self.aten.inside_kernel) if self.aten else {},
+            "torch_bytes": (self.aten.bytes - torch_bytes_before) if self.aten else 0,
+            "host_reads": _grown(host_before, self.host_reads),
+            "dispatch_escapes": _grown(escapes_before, self.escapes),
+            "spotted": len(spotter.found) if spotter is not None else 0,
+        }
+        if not ghost:
+            for i, x in enumerate(inputs):  # a mutating candidate must not poison later calls
+                if isinstance(x, torch.Tensor):
+                    x.copy_(pristine[i])
+        return {"ok": True, "evidence": evidence}, copies + (spotter.found if spotter else [])
+
+    def on_time(self, header: dict, tensors: list) -> tuple[dict, list]:
+        from search_engine.evaluation.timing import time_gpu, time_interpreter
+
+        sets = [int(s) for s in header["sets"]]
+        input_sets = [self.sets[s] for s in sets]
+        t = header["timing"]
+        call = _timing_call(self.model)
+        if self.gpu:
+            m = time_gpu(call, input_sets, l2_bytes=t["l2_bytes"], warmup_ms=t["warmup_ms"],
+                         min_timing_ms=t["min_timing_ms"], min_reps=t["min_reps"],
+                         max_reps=t["max_reps"], l2_flush_factor=t["l2_flush_factor"],
+                         pad=bool(header.get("pad", True)))
+        else:
+            m = time_interpreter(call, input_sets, reps=t["interpreter_reps"])
+        outs, layout = [], []
+        for index, out in m.last_outputs:
+            tensors_out = wire.plain_tensors(out, self.max_outputs)
+            layout.append({"set": sets[index], "count": len(tensors_out)})
+            outs += [o.detach().to("cpu", copy=True) for o in tensors_out]
+        return {"ok": True, "stats": m.stats(), "host_median_ms": m.host_median_ms,
+                "measured_s": m.measured_s, "floor_ms": m.floor_ms,
+                "raw_median_ms": m.raw_median_ms, "pad_ms": m.pad_ms, "last": layout}, outs
+
+    def on_profile(self, header: dict, tensors: list) -> tuple[dict, list]:
+        sets = [self.sets[int(s)] for s in header["sets"]]
+        return {"ok": True, "profile_us": _profile_device_time(
+            _timing_call(self.model), sets, int(header["iterations"]))}, []
+
+    def on_evidence(self, header: dict, tensors: list) -> tuple[dict, list]:
+        from search_engine.evaluation.hooks import tampered_timers
+
+        torch = self.torch
+        return {"ok": True, "tampered_timers": tampered_timers(self.timers),
+                "own_kernels": self.recorder.own_names(),
+                "default_stream": torch.cuda.current_stream().cuda_stream if self.gpu else None,
+                "kernel_metadata": self.recorder.kernel_metadata() if self.gpu else [],
+                "aten_bytes": self.aten.bytes if self.aten else 0,
+                "aten_ops": dict(sorted(self.aten.ops.items(), key=lambda kv: -kv[1])[:10])
+                if self.aten else {}}, []
 
 
-def _as_tensor_list(out: Any) -> list:
-    import torch
+class OutputRejected(TypeError):
+    """What forward returned cannot be an answer (not plain tensors, too many, too big)."""
 
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out):
-        return list(out)
-    raise TypeError(f"forward returned {type(out).__name__}, expected a tensor or a tuple of tensors")
+
+REQUESTS = {"load", "stage", "call", "ghost", "time", "profile", "evidence", "exit"}
+
+
+def _install_interpreter_compat() -> None:
+    try:
+        from search_engine.evaluation import interpreter_compat
+    except ImportError:
+        return
+    interpreter_compat.install()
+
+
+def _load_weights(model, state: dict) -> None:
+    """The reference's weights through the candidate's own `load_state_dict` (it may rename
+    them); on shape mismatches, those that match (the seed did the rest)."""
+    try:
+        model.load_state_dict(state, strict=False)
+    except RuntimeError:
+        own = model.state_dict()
+        model.load_state_dict(
+            {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}, strict=False)
+
+
+def _grown(before: dict, after: dict) -> dict:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
 
 
 def _storage_span(t) -> tuple[int, int]:
@@ -81,69 +305,6 @@ def _mutations(inputs: list, pristine: list) -> list[str]:
     return found
 
 
-def _load_models(spec: dict, device: str):
-    """The reference model (trusted weights from the parent) and the trial inputs,
-    regenerated from the same seeds and checked against the parent's checksums."""
-    import torch
-
-    from search_engine.problems import (
-        checksums_match, exec_module, inputs_checksum, make_trial_inputs,
-    )
-
-    data = torch.load(spec["inputs_file"], weights_only=True)
-    problem = exec_module(Path(spec["problem_file"]).read_text(), "kernelhub_problem",
-                          spec["problem_file"])
-    init_inputs = data["init_inputs"]
-    torch.manual_seed(spec["init_seed"])
-    reference = problem.Model(*init_inputs)
-    reference.load_state_dict(data["state_dict"])
-    reference = reference.to(device).eval()
-    trials = []
-    for (seed, scale, shift), expected in zip(spec["schedule"], spec["checksums"]):
-        inputs = make_trial_inputs(problem, seed, scale, shift)
-        got = inputs_checksum(inputs)
-        if not checksums_match(json.loads(json.dumps(got)), expected):
-            raise RuntimeError(f"evaluator defect: trial inputs for seed {seed} differ between "
-                               f"parent and sandbox ({got} != {expected})")
-        trials.append([x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs])
-    return problem, reference, init_inputs, data["state_dict"], trials
-
-
-def _rel_norm_diff(a_list: list, b_list: list) -> float:
-    import torch
-
-    worst = 0.0
-    for a, b in zip(a_list, b_list):
-        if a.shape != b.shape:
-            return float("inf")
-        a, b = a.double(), b.double()
-        denom = max(float(torch.linalg.vector_norm(b)), 1e-30)
-        diff = float(torch.linalg.vector_norm(torch.nan_to_num(a - b, nan=1e30)))
-        worst = max(worst, diff / denom)
-    return worst
-
-
-def _build_candidate(spec: dict, init_inputs: list, state_dict: dict, device: str):
-    import torch
-
-    from search_engine.problems import exec_module
-
-    module = exec_module(Path(spec["candidate_file"]).read_text(), "kernelhub_candidate",
-                         spec["candidate_file"])
-    if not hasattr(module, "ModelNew"):
-        raise AttributeError("the candidate defines no ModelNew")
-    torch.manual_seed(spec["init_seed"])
-    model = module.ModelNew(*init_inputs)
-    try:
-        model.load_state_dict(state_dict, strict=False)
-    except RuntimeError:  # shape mismatches: keep what matches, the seed did the rest
-        own = model.state_dict()
-        model.load_state_dict(
-            {k: v for k, v in state_dict.items() if k in own and own[k].shape == v.shape},
-            strict=False)
-    return model.to(device).eval()
-
-
 def _is_triton_compile_error(exc: BaseException) -> bool:
     """Kernels compile at their first launch: their failures are compile errors. The
     interpreter has no compile step; a missing name in a kernel is its equivalent."""
@@ -168,25 +329,6 @@ def _timing_call(model):
     return call
 
 
-def _time(spec: dict, fn, trials, gpu: bool, channel: Channel | None, what: str,
-          pad: bool = True):
-    from search_engine.evaluation.timing import time_gpu, time_interpreter
-
-    t = spec["timing"]
-    if not gpu:
-        return time_interpreter(fn, trials, reps=t["interpreter_reps"])
-    if channel:
-        channel.send(event="request_gpu", what=what)
-        channel.wait_reply()
-    try:
-        return time_gpu(fn, trials, l2_bytes=t["l2_bytes"], warmup_ms=t["warmup_ms"],
-                        min_timing_ms=t["min_timing_ms"], min_reps=t["min_reps"],
-                        max_reps=t["max_reps"], l2_flush_factor=t["l2_flush_factor"], pad=pad)
-    finally:
-        if channel:
-            channel.send(event="release_gpu", what=what)
-
-
 def _profile_device_time(fn, trials, iterations: int) -> dict[str, float]:
     """Device time per kernel name (microseconds) over a few calls, from torch.profiler."""
     import torch
@@ -199,8 +341,7 @@ def _profile_device_time(fn, trials, iterations: int) -> dict[str, float]:
         torch.cuda.synchronize()
     per_kernel: dict[str, float] = {}
     for evt in prof.events():
-        device_type = str(getattr(evt, "device_type", ""))
-        if device_type.endswith("CUDA"):
+        if str(getattr(evt, "device_type", "")).endswith("CUDA"):
             duration = getattr(evt, "device_time", None)
             if duration is None:
                 duration = getattr(evt, "cuda_time", 0.0)
@@ -208,182 +349,42 @@ def _profile_device_time(fn, trials, iterations: int) -> dict[str, float]:
     return per_kernel
 
 
-def evaluate_in_child(spec: dict, channel: Channel) -> dict:
-    phases: dict[str, float] = {}
-    t_phase = time.perf_counter()
-
-    def phase(name: str) -> None:
-        nonlocal t_phase
-        now = time.perf_counter()
-        phases[name] = round(now - t_phase, 4)
-        t_phase = now
-        channel.send(event="phase", phase=name)
-
-    import torch
-    import triton  # noqa: F401  (after TRITON_INTERPRET was set by the parent's environment)
-
-    from search_engine.evaluation import timing  # noqa: F401  (bound before the candidate)
-    from search_engine.evaluation.hooks import (
-        LaunchRecorder,
-        make_aten_work_recorder,
-        snapshot_timers,
-        tampered_timers,
-    )
-
-    gpu = spec["device"] == "cuda"
-    device = spec["device"]
-    recorder = LaunchRecorder(own_filename=spec["candidate_file"])
-    recorder.install()
-    timers = snapshot_timers()
-    phase("startup")
-
-    _, reference, init_inputs, state_dict, trials = _load_models(spec, device)
-    phase("load_reference")
-
-    report: dict[str, Any] = {"timing": {}, "phases": phases}
-    if spec["timing"]["time_baselines"]:
-        report["timing"]["eager"] = _time(spec, _timing_call(reference), trials, gpu, channel,
-                                          "eager").stats()
-        if gpu and spec["timing"]["time_compile_baseline"]:
-            try:
-                compiled = torch.compile(reference)
-                _timing_call(compiled)(trials[0])  # compile outside the timing lock
-                report["timing"]["compile"] = _time(spec, _timing_call(compiled), trials, gpu,
-                                                    channel, "compile").stats()
-            except Exception as exc:  # a baseline failure must not sink the candidate
-                report["timing"]["compile"] = {"median_ms": None, "iqr_ms": None, "samples": 0,
-                                               "method": f"failed: {type(exc).__name__}: {exc}"[:300]}
-        elif not gpu:
-            report["timing"]["compile"] = {"median_ms": None, "iqr_ms": None, "samples": 0,
-                                           "method": "interpreter: torch.compile not timed"}
-    phase("baselines")
-
-    try:
-        model = _build_candidate(spec, init_inputs, state_dict, device)
-    except BaseException as exc:  # noqa: BLE001 - report anything the candidate raises
-        return {"error": "compile", "message": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=8), **report}
-    phase("load_candidate")
-
-    outputs, device_outputs, trial_evidence = [], [], []
-    aten = make_aten_work_recorder(recorder) if not gpu else None
-    for index, inputs in enumerate(trials):
-        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        mark = recorder.mark()
-        try:
-            if aten is not None:
-                with aten, torch.no_grad():
-                    out = model(*inputs)
-            else:
-                with torch.no_grad():
-                    out = model(*inputs)
-            if gpu:
-                torch.cuda.synchronize()
-            out_list = _as_tensor_list(out)
-        except BaseException as exc:  # noqa: BLE001
-            if _is_triton_compile_error(exc):
-                return {"error": "compile", "trial": index,
-                        "message": f"Triton could not compile a kernel: {type(exc).__name__}: {exc}",
-                        "traceback": traceback.format_exc(limit=8), **report}
-            return {"error": "runtime", "trial": index,
-                    "message": f"trial {index}: {type(exc).__name__}: {exc}",
-                    "traceback": traceback.format_exc(limit=8), **report}
-        launches = recorder.since(mark)
-        trial_evidence.append({
-            "trial": index,
-            "own_launches": sum(1 for launch in launches if launch.own),
-            "other_launches": sorted({launch.name for launch in launches if not launch.own}),
-            "streams": sorted({launch.stream for launch in launches if launch.own
-                               and launch.stream is not None}),
-            "mutations": _mutations(inputs, pristine),
-            "aliases": _aliases(out_list, inputs),
-            "kernel_seconds": sum(launch.seconds for launch in launches if launch.own),
-            "kernel_bytes": sum(launch.arg_bytes for launch in launches if launch.own),
-        })
-        device_outputs.append([o.detach() for o in out_list])
-        outputs.append([o.detach().cpu() for o in out_list])
-    report["trials"] = trial_evidence
-    report["tampered_timers"] = tampered_timers(timers)
-    report["own_kernels"] = recorder.own_names()
-    report["default_stream"] = torch.cuda.current_stream().cuda_stream if gpu else None
-    if aten is not None:
-        report["aten_bytes"] = aten.bytes
-        report["aten_ops"] = dict(sorted(aten.ops.items(), key=lambda kv: -kv[1])[:10])
-    phase("correctness")
-
-    try:
-        side_streams = any(s != report["default_stream"] for t in trial_evidence for s in t["streams"])
-        measurement = _time(spec, _timing_call(model), trials, gpu, channel, "candidate",
-                            pad=not side_streams)
-        report["timing"]["candidate"] = measurement.stats()
-        report["host_median_ms"] = measurement.host_median_ms
-        report["measured_s"] = measurement.measured_s
-        report["timing_floor_ms"] = measurement.floor_ms
-        report["timing_raw_median_ms"] = measurement.raw_median_ms
-        report["timing_pad_ms"] = measurement.pad_ms
-        # Outputs of the last timed rotation against the same input set's trial output
-        # (which the parent checks against the reference): caching inside timed loops shows.
-        report["timed_consistency"] = [
-            {"trial": which,
-             "rel_norm_diff": _rel_norm_diff([o.detach() for o in _as_tensor_list(out)],
-                                             device_outputs[which])}
-            for which, out in measurement.last_outputs]
-    except BaseException as exc:  # noqa: BLE001
-        return {"error": "runtime", "message": f"while timing: {type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=8), **report}
-    report["tampered_timers"] = tampered_timers(timers)
-    phase("timing")
-
-    if gpu:
-        try:
-            report["profile_us"] = _profile_device_time(_timing_call(model), trials,
-                                                        spec["profile_iterations"])
-        except Exception as exc:  # the profiler is evidence, not a requirement
-            report["profile_error"] = f"{type(exc).__name__}: {exc}"
-        report["kernel_metadata"] = recorder.kernel_metadata()
-        phase("profile")
-
-    torch.save({"outputs": outputs},
-               Path(spec["workdir"]) / "outputs.pt")
-    return report
-
-
-def ncu_in_child(spec: dict) -> dict:
-    """Run the candidate a couple of times: `ncu` (the parent's wrapper) records its kernels."""
+def replay_for_ncu(inputs_file: str, candidate_file: str) -> None:
+    """Two calls of the candidate on one input set, for `ncu` wrapped around this process."""
     import torch
     import triton  # noqa: F401
 
-    device = spec["device"]
-    _, _, init_inputs, state_dict, trials = _load_models(spec, device)
-    model = _build_candidate(spec, init_inputs, state_dict, device)
+    from search_engine.problems import exec_module
+
+    data = torch.load(inputs_file, weights_only=True)
+    module = exec_module(Path(candidate_file).read_text(), "kernelhub_candidate", candidate_file)
+    torch.manual_seed(int(data["seed"]))
+    model = module.ModelNew(*data["init"])
+    _load_weights(model, data["state"])
+    model = model.to("cuda").eval()
+    inputs = [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in data["inputs"]]
     call = _timing_call(model)
-    for i in range(2):
-        call(trials[i % len(trials)])
+    for _ in range(2):
+        call(inputs)
     torch.cuda.synchronize()
-    return {"ok": True}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ctrl-out", type=int, required=True)
-    parser.add_argument("--ctrl-in", type=int, required=True)
-    parser.add_argument("--spec", required=True)
-    parser.add_argument("--mode", default="evaluate", choices=["evaluate", "ncu"])
+    parser.add_argument("--sock", type=int)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--mode", default="serve", choices=["serve", "ncu"])
+    parser.add_argument("--inputs")
+    parser.add_argument("--candidate")
     args = parser.parse_args(argv)
-    channel = Channel(args.ctrl_out, args.ctrl_in)
-    spec = json.loads(Path(args.spec).read_text())
-
-    from search_engine.evaluation.config import SandboxLimits
-    from search_engine.evaluation.sandbox import apply_rlimits
-
-    limits = apply_rlimits(SandboxLimits(**spec["limits"]), float(spec["timeout_s"]))
-    channel.send(event="rlimits", applied=limits)
+    if args.mode == "ncu":
+        replay_for_ncu(args.inputs, args.candidate)
+        os._exit(0)
+    sock = socket.socket(fileno=args.sock)
     try:
-        report = ncu_in_child(spec) if args.mode == "ncu" else evaluate_in_child(spec, channel)
-    except BaseException as exc:  # noqa: BLE001 - never die silently
-        report = {"error": "runtime", "message": f"{type(exc).__name__}: {exc}",
-                  "traceback": traceback.format_exc(limit=8)}
-    channel.send(event="result", report=report)
+        CandidateServer(sock, args.device).serve()
+    except (EOFError, BrokenPipeError, ConnectionError):
+        pass
     sys.stdout.flush()
     # Skip interpreter teardown: a candidate's leftover threads must not keep us alive.
     os._exit(0)
@@ -391,3 +392,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

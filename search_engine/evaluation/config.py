@@ -41,6 +41,11 @@ class SandboxLimits:
     cpu_seconds_per_wall_second: float = 4.0  # RLIMIT_CPU = timeout * this
     network: str = "auto"          # "auto": unshare -n when the host allows; "required"; "off"
     kill_grace_s: float = 2.0      # between SIGTERM and SIGKILL
+    # OS isolation (search_engine/evaluation/isolation.py): "auto" uses every layer this host
+    # gives and reports the rest; "required": user, PID, mount, network and memory layers must
+    # all work (else IsolationUnavailable); "off": a plain subprocess in its own session.
+    isolation: str = "auto"
+    memory_bytes: int = 16 << 30   # host memory of the whole sandbox (cgroup; else RLIMIT_AS/watchdog)
 
 
 @dataclass(frozen=True)
@@ -58,8 +63,11 @@ class EvaluationConfig:
     time_compile_baseline: bool = True
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3
+    # the problem's own sandbox: reference outputs and baselines
+    reference_timeout_s: float = 600.0
     # integrity
     static_checks: bool = True
+    ghost_replay: bool = True      # rerun with every Triton launch a no-op: must come out wrong
     lazy_threshold: float = 0.3    # τ: coverage below this (and correct) → rejected_lazy
     roofline_slack: float = 0.8    # flag times below slack × roofline floor
     wallclock_mismatch_factor: float = 3.0
@@ -71,6 +79,13 @@ class EvaluationConfig:
     log_chars: int = 4000
     reward: RewardConfig = field(default_factory=RewardConfig)
     limits: SandboxLimits = field(default_factory=SandboxLimits)
+
+    def timing_spec(self, l2_bytes: int = 64 << 20) -> dict:
+        """What the sandboxes' timing loops need (the same for candidate and baselines)."""
+        return {"l2_bytes": l2_bytes, "warmup_ms": self.warmup_ms,
+                "min_timing_ms": self.min_timing_ms, "min_reps": self.min_reps,
+                "max_reps": self.max_reps, "l2_flush_factor": self.l2_flush_factor,
+                "interpreter_reps": self.interpreter_reps}
 
     def to_dict(self) -> dict:
         return asdict(self)

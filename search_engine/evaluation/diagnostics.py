@@ -135,6 +135,18 @@ def ncu_command(kernel_names: list[str], log_file: str) -> list[str]:
     ]
 
 
+def ncu_paths() -> tuple[str, ...]:
+    """ncu's install tree (it runs inside the sandbox, so its files must be visible there)."""
+    import os
+
+    found = shutil.which("ncu")
+    if not found:
+        return ()
+    real = os.path.realpath(found)
+    # .../nsight-compute-2025.x/ncu or .../cuda/bin/ncu -> the tree above
+    return (os.path.dirname(os.path.dirname(real)), os.path.dirname(real))
+
+
 def parse_ncu_csv(text: str) -> dict:
     """Average each metric over the profiled launches; keys are our short names."""
     start = text.find('"ID"')

@@ -30,6 +30,11 @@ def gpu_timing_lock(device_key: str):
         os.close(fd)
 
 
+def cuda_device_key() -> str:
+    """The lock's name for the first visible GPU (one worker per GPU pins it)."""
+    return f"cuda{os.environ.get('CUDA_VISIBLE_DEVICES', '0').split(',')[0]}"
+
+
 class TimingLockHandler:
     """Answers the sandbox child's `request_gpu` / `release_gpu` messages."""
 

@@ -1,35 +1,49 @@
 """`evaluate()`: one candidate, judged end to end.
 
-Parent (trusted)                         Child (sandboxed, fresh per candidate)
-------------------------------------     ------------------------------------------
+Parent (trusted judge)              Problem sandbox              Candidate sandbox
+--------------------------------    -------------------------    ------------------------------
 static checks on the source (AST)
-float64 reference outputs (kept here)
-write problem, candidate, weights  --->  rlimits, launch hook, regenerate trial inputs
-                                         time eager / torch.compile (before candidate)
-                                         import + build ModelNew, run the trials
-                                         time the candidate (GPU lock), profile
-compare outputs, judge evidence    <---  outputs file + evidence over a control pipe
-diagnostics, ncu, coverage, reward
+                              --->  run the problem: inputs,
+                                    float64 outputs, baselines
+keep inputs and reference     <---
+load(init inputs, weights)    ------------------------------->   build ModelNew
+call(set i) for each trial    ------------------------------->   one forward, outputs back now
+compare each with reference   <-------------------------------
+time (GPU lock held here)     ------------------------------->   timed loop; last outputs back
+compare timed outputs, call again after timing, ghost replay (launches no-op, memory poisoned)
+profile / evidence            ------------------------------->
+flags, coverage, diagnostics, ncu, reward
+
+The candidate never sees the problem, the reference or the plan; a reply out of order or a
+message nobody asked for makes it `hack_suspected`; its death is its own `runtime_error`.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from search_engine.evaluation import diagnostics as diag
 from search_engine.evaluation.config import EvaluationConfig
-from search_engine.evaluation.correctness import compare_trial
-from search_engine.evaluation.gpu_lock import TimingLockHandler
+from search_engine.evaluation import wire
+from search_engine.evaluation.correctness import compare_trial, rel_norm_distance
+from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_timing_lock
 from search_engine.evaluation.integrity import runtime_checks as rc
 from search_engine.evaluation.integrity.static_checks import STRUCTURAL_CHECKS, run_static_checks
 from search_engine.evaluation.reference import ReferenceCache, ReferenceData, compute_reference
 from search_engine.evaluation.result import EvaluationResult, IntegrityFlag, TimingStats
 from search_engine.evaluation.reward import compute_reward, reward_speedup
-from search_engine.evaluation.sandbox import make_workdir, run_child
+from search_engine.evaluation.sandbox import (
+    ProtocolViolation,
+    SandboxDied,
+    SandboxSession,
+    SandboxTimeout,
+    make_workdir,
+    run_sandboxed_command,
+)
 from search_engine.evaluation.tolerances import (
     check_policy,
     policy_loosens,
@@ -103,9 +117,10 @@ def _reference(problem: Problem, config: EvaluationConfig, hw: HardwareTarget,
     device = "cpu" if hw.is_interpreter else "cuda"
     schedule = config.trial_schedule()
     try:
+        l2 = hw.l2_bytes or 64 << 20
         if cache is not None:
-            return cache.get(problem, schedule, config.seed, device)
-        return compute_reference(problem, schedule, config.seed, device)
+            return cache.get(problem, schedule, config.seed, device, config, l2_bytes=l2)
+        return compute_reference(problem, schedule, config.seed, device, config, l2_bytes=l2)
     except ProblemError:
         raise
     except Exception as exc:
@@ -142,48 +157,44 @@ class _Run:
                                + "; ".join(f"{f.check} ({f.evidence})" for f in hacks[:4]))
         return None
 
-    # -- stage 2: the sandbox
+    # -- stage 2: the candidate's sandbox
     def sandbox_stage(self, ref: ReferenceData, baseline_cache: dict | None,
                       keep_workdir: bool) -> EvaluationResult:
-        import torch
-
+        self._ref = ref
         workdir = make_workdir()
+        (workdir / "candidate.py").write_text(self.candidate)
+        session = SandboxSession("search_engine.evaluation.child", ["--device", self.device],
+                                 workdir, timeout_s=self.timeout_s, limits=self.config.limits,
+                                 env_extra=self._env(), gpu=not self.hw.is_interpreter,
+                                 log_chars=self.config.log_chars)
+        self.lock_wait_s = 0.0
+        t0 = time.monotonic()
         try:
-            spec = self._write_inputs(workdir, ref)
-            baseline_key = (self.problem.source_hash, self.hw.name, self.config.seed)
-            cached = baseline_cache.get(baseline_key) if baseline_cache is not None else None
-            spec["timing"]["time_baselines"] = self.config.time_baselines and cached is None
-            (workdir / "spec.json").write_text(json.dumps(spec))
-            lock = TimingLockHandler(self._device_key())
-            t0 = time.monotonic()
             try:
-                outcome = run_child(["--spec", str(workdir / "spec.json")], workdir,
-                                    self.timeout_s, self.config.limits, self._env(),
-                                    on_message=lock, log_chars=self.config.log_chars)
+                report = self._drive(session, ref)
+                failure = None
+            except SandboxTimeout:
+                report, failure = None, ("timeout", f"the candidate did not finish within "
+                                         f"{self.timeout_s:g} s (its sandbox was killed)")
+            except SandboxDied as exc:
+                report, failure = None, ("runtime_error", f"the sandbox process died without "
+                                         f"answering ({exc}); see logs")
+            except ProtocolViolation as exc:
+                self.flags.append(IntegrityFlag("protocol.violation", str(exc)))
+                report, failure = None, ("hack_suspected", f"protocol.violation: {exc}")
             finally:
-                lock.release()
+                outcome = session.close()
             self.sandbox_s = time.monotonic() - t0
-            report = next((m["report"] for m in outcome.messages if m.get("event") == "result"), None)
             common = {"isolation": outcome.isolation, "logs": outcome.log}
-            if outcome.timed_out:
-                return self.result("timeout", f"the candidate did not finish within "
-                                   f"{self.timeout_s:g} s (process group killed)", **common)
-            if report is None:
-                return self.result("runtime_error", f"the sandbox process died (exit code "
-                                   f"{outcome.returncode}) without a result; see logs", **common)
-            if cached is not None:
-                report.setdefault("timing", {}).update(cached)
-            elif baseline_cache is not None and report.get("timing", {}).get("eager"):
-                baseline_cache[baseline_key] = {k: v for k, v in report["timing"].items()
-                                                if k in ("eager", "compile")}
-            if report.get("error"):
-                kind = "compile_error" if report["error"] == "compile" else "runtime_error"
-                logs = (report.get("traceback", "") + "\n" + outcome.log).strip()
-                return self.result(kind, report["message"], isolation=outcome.isolation,
-                                   logs=logs[-self.config.log_chars:],
-                                   timing=_timing(report), diagnostics=_phases(report, lock))
-            outputs = torch.load(workdir / "outputs.pt", weights_only=True)["outputs"]
-            result = self._judge(report, outputs, ref, workdir, lock)
+            if failure is not None:
+                status, message = failure
+                if outcome.memory_exceeded and status != "hack_suspected":
+                    status, message = "runtime_error", self._memory_message()
+                return self.result(status, message, **common)
+            if isinstance(report, EvaluationResult):
+                report.isolation, report.logs = outcome.isolation, (report.logs + "\n" + outcome.log).strip()[-self.config.log_chars:]
+                return report
+            result = self._judge(report, ref, workdir)
             result.isolation, result.logs = outcome.isolation, outcome.log
             result.diagnostics["phases"]["sandbox_s"] = round(self.sandbox_s, 3)
             return result
@@ -191,54 +202,165 @@ class _Run:
             if not keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
 
-    def _device_key(self) -> str:
-        if self.hw.is_interpreter:
-            return "interpreter"
-        import os
-
-        return f"cuda{os.environ.get('CUDA_VISIBLE_DEVICES', '0').split(',')[0]}"
-
     def _env(self) -> dict[str, str]:
         if self.hw.is_interpreter:
             return {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
         return {}
 
-    def _write_inputs(self, workdir: Path, ref: ReferenceData) -> dict:
-        import torch
+    def _memory_message(self) -> str:
+        limit = getattr(self.config.limits, "memory_bytes", None)
+        size = f" of {limit / (1 << 30):.3g} GiB" if limit else ""
+        return f"the candidate exceeded the sandbox memory limit{size} and was killed"
 
-        (workdir / "problem.py").write_text(self.problem.source)
-        (workdir / "candidate.py").write_text(self.candidate)
-        torch.save({"init_inputs": ref.init_inputs, "state_dict": ref.state_dict},
-                   workdir / "inputs.pt")
-        c = self.config
-        return {
-            "workdir": str(workdir), "problem_file": str(workdir / "problem.py"),
-            "candidate_file": str(workdir / "candidate.py"),
-            "inputs_file": str(workdir / "inputs.pt"),
-            "device": "cpu" if self.hw.is_interpreter else "cuda",
-            "init_seed": ref.init_seed, "schedule": ref.schedule, "checksums": ref.checksums,
-            "timeout_s": self.timeout_s, "profile_iterations": c.profile_iterations,
-            "limits": _asdict(c.limits),
-            "timing": {
-                "l2_bytes": self.hw.l2_bytes or 64 << 20, "warmup_ms": c.warmup_ms,
-                "min_timing_ms": c.min_timing_ms, "min_reps": c.min_reps, "max_reps": c.max_reps,
-                "l2_flush_factor": c.l2_flush_factor, "time_baselines": c.time_baselines,
-                "time_compile_baseline": c.time_compile_baseline,
-                "interpreter_reps": c.interpreter_reps,
-            },
-        }
+    @property
+    def device(self) -> str:
+        return "cpu" if self.hw.is_interpreter else "cuda"
+
+    def _drive(self, session: SandboxSession, ref: ReferenceData):
+        """Ask the candidate's sandbox for everything the judgement needs; compare as we go.
+        Returns the evidence (a dict) or an early result (build or run failure)."""
+        phases: dict[str, float] = {}
+        clock = [time.monotonic()]
+
+        def phase(name: str) -> None:
+            now = time.monotonic()
+            phases[name] = round(now - clock[0], 4)
+            clock[0] = now
+
+        session.start()
+        phase("startup")
+        init_slots, init_tensors = wire.encode_values(ref.init_inputs)
+        reply, _ = session.request("load", {
+            "candidate_file": str(session.workdir / "candidate.py"), "init": init_slots,
+            "state_keys": list(ref.state_dict), "state_offset": len(init_tensors),
+            "seed": ref.init_seed, "max_outputs": len(ref.output_shapes),
+            "output_shapes": ref.output_shapes,
+            "max_output_bytes": 2 * ref.output_bytes + (1 << 20),
+        }, init_tensors + list(ref.state_dict.values()))
+        if not reply.get("ok"):
+            return self._failed(reply, phases)
+        phase("load_candidate")
+        sets = [*ref.inputs, ref.ghost_inputs]
+        for index, inputs in enumerate(sets):
+            slots, tensors = wire.encode_values(inputs)
+            session.request("stage", {"set": index, "inputs": slots}, tensors)
+        out_cap = 2 * ref.output_bytes + (1 << 20)
+
+        trials, outputs, evidence = [], [], []
+        for index in range(len(ref.inputs)):
+            reply, out = session.request("call", {"set": index}, max_reply_bytes=out_cap)
+            if not reply.get("ok"):
+                return self._failed(reply, phases, index, evidence)
+            evidence.append({"trial": index, **reply["evidence"]})
+            outputs.append(out)
+            trials.append(self._compare(index, ref.schedule[index][0], out, ref.outputs64[index]))
+        phase("correctness")
+        report = {"trials": evidence, "phases": phases, "correctness": trials,
+                  "outputs": outputs, "timing": dict(ref.baselines)}
+        if all(t.passed for t in trials):
+            self._timed_checks(session, ref, report, out_cap)
+            phase("timing")
+            if self.config.ghost_replay:
+                report["ghost"] = self._ghost(session, ref, out_cap)
+                phase("ghost")
+            if not self.hw.is_interpreter:
+                reply, _ = session.request("profile", {"sets": list(range(len(ref.inputs))),
+                                                       "iterations": self.config.profile_iterations})
+                if reply.get("ok"):
+                    report["profile_us"] = reply["profile_us"]
+                else:
+                    report["profile_error"] = reply.get("message", "profiler failed")
+                phase("profile")
+        reply, _ = session.request("evidence")
+        if reply.get("ok"):
+            report.update({k: v for k, v in reply.items() if k not in ("ok", "kind", "re")})
+        session.request("exit")
+        return report
+
+    def _compare(self, index: int, seed: int, out: list, reference: list):
+        device = self.device
+        return compare_trial(index, seed, [o.to(device) for o in out],
+                             [r.to(device) for r in reference], self._ref.output_dtypes, self.tolerance)
+
+    def _timed_checks(self, session: SandboxSession, ref: ReferenceData, report: dict,
+                      out_cap: int) -> None:
+        """Time the candidate (the parent holds the GPU), check the timed outputs and one
+        more call after timing against the reference."""
+        n_sets = len(ref.inputs)
+        default = session.ready.get("default_stream")
+        side_streams = any(s != default for t in report["trials"] for s in t["streams"])
+        header = {"sets": list(range(n_sets)), "timing": self.config.timing_spec(
+            self.hw.l2_bytes or 64 << 20), "pad": not side_streams}
+        cap = out_cap * n_sets
+        if self.hw.is_interpreter:
+            reply, outs = session.request("time", header, max_reply_bytes=cap)
+        else:
+            t0 = time.monotonic()
+            with gpu_timing_lock(cuda_device_key()):
+                self.lock_wait_s += time.monotonic() - t0
+                reply, outs = session.request("time", header, max_reply_bytes=cap)
+        if not reply.get("ok"):
+            report["timing_error"] = reply.get("message", "timing failed")
+            return
+        report["timing"]["candidate"] = reply["stats"]
+        for key in ("host_median_ms", "measured_s"):
+            report[key] = reply.get(key)
+        report["timing_floor_ms"] = reply.get("floor_ms")
+        report["timing_raw_median_ms"] = reply.get("raw_median_ms")
+        report["timing_pad_ms"] = reply.get("pad_ms")
+        consistency, offset = [], 0
+        for entry in reply.get("last", []):
+            which, count = int(entry["set"]), int(entry["count"])
+            got = outs[offset:offset + count]
+            offset += count
+            if not 0 <= which < n_sets:
+                raise ProtocolViolation(f"timed outputs for an input set {which} never staged")
+            consistency.append({"trial": which, "rel_norm_diff": _distance(got, ref.outputs64[which])})
+        reply, out = session.request("call", {"set": 0}, max_reply_bytes=out_cap)
+        after = _distance(out, ref.outputs64[0]) if reply.get("ok") else float("inf")
+        consistency.append({"trial": 0, "after_timing": True, "rel_norm_diff": after})
+        report["timed_consistency"] = consistency
+
+    def _ghost(self, session: SandboxSession, ref: ReferenceData, out_cap: int) -> dict:
+        """Every Triton launch a no-op, fresh memory poisoned, inputs never seen: right
+        outputs now mean something other than the candidate's kernels computed them."""
+        ghost_set = len(ref.inputs)
+        reply, out = session.request("ghost", {"set": ghost_set},
+                                     max_reply_bytes=out_cap + 8 * ref.output_bytes)
+        if not reply.get("ok"):
+            return {"passed": False, "note": f"raised: {reply.get('message', '')[:200]}"}
+        evidence = reply["evidence"]
+        n_out = len(out) - int(evidence.get("spotted", 0))
+        check = self._compare(ghost_set, ref.init_seed, out[:n_out], ref.ghost_outputs64)
+        spotted = [i for i, t in enumerate(out[n_out:])
+                   if self._matches_an_output(t, ref.ghost_outputs64)]
+        return {"passed": check.passed, "note": check.note or "outputs matched the reference",
+                "torch_results_matching": len(spotted),
+                "torch_bytes": evidence.get("torch_bytes", 0),
+                "dispatch_escapes": evidence.get("dispatch_escapes", {})}
+
+    def _matches_an_output(self, tensor, references: list) -> bool:
+        return any(tuple(tensor.shape) == tuple(r.shape)
+                   and rel_norm_distance([tensor], [r]) <= self.tolerance.rel_norm
+                   for r in references)
+
+    def _failed(self, reply: dict, phases: dict, trial: int | None = None,
+                evidence: list | None = None) -> EvaluationResult:
+        kind = {"compile": "compile_error", "output": "incorrect"}.get(reply.get("error"),
+                                                                        "runtime_error")
+        message = reply.get("message", "the candidate failed")
+        if trial is not None:
+            message = f"trial {trial}: {message}"
+            if kind == "compile_error":
+                message = f"Triton could not compile a kernel: {message}"
+        return self.result(kind, message, logs=reply.get("traceback", ""),
+                           timing=_timing({"timing": self._ref.baselines}),
+                           diagnostics={"phases": dict(phases)})
 
     # -- stage 3: judgement
-    def _judge(self, report: dict, outputs: list, ref: ReferenceData, workdir: Path,
-               lock: TimingLockHandler) -> EvaluationResult:
+    def _judge(self, report: dict, ref: ReferenceData, workdir: Path) -> EvaluationResult:
         c = self.config
-        t0 = time.monotonic()
-        device = "cpu" if self.hw.is_interpreter else "cuda"
-        trials = [compare_trial(i, seed, [o.to(device) for o in out],
-                                [r.to(device) for r in ref.outputs64[i]], ref.output_dtypes,
-                                self.tolerance)
-                  for i, ((seed, _, _), out) in enumerate(zip(ref.schedule, outputs))]
-        compare_s = time.monotonic() - t0
+        trials, outputs = report["correctness"], report["outputs"]
         flags = list(self.flags)
         flags += rc.check_own_kernels_ran(report)
         flags += rc.check_profiler_kernel_names(report)
@@ -248,9 +370,17 @@ class _Run:
         flags += rc.check_timed_outputs(report, self.tolerance.rel_norm)
         flags += rc.check_streams(report)
         flags += rc.check_wallclock(report, c.wallclock_mismatch_factor)
+        flags += rc.check_torch_in_kernel(report)
+        flags += rc.check_host_compute(report)
+        flags += rc.check_dispatch_escapes(report)
+        flags += rc.check_ghost_replay(report.get("ghost"))
         if not all(t.passed for t in trials):
             flags += rc.check_result_reuse(outputs, ref.outputs64, self.tolerance.rel_norm)
             flags += rc.check_constant_output(outputs, ref.outputs64)
+        if report.get("timing_error"):
+            flags.append(IntegrityFlag("runtime.timing_failed",
+                                       f"the candidate failed while being timed: "
+                                       f"{report['timing_error'][:300]}"))
 
         timing = _timing(report)
         cand_ms = timing.get("candidate", TimingStats()).median_ms
@@ -275,8 +405,14 @@ class _Run:
             "family": self.problem.family, "precision_class": self.precision_class,
             "tolerance": _asdict(self.tolerance), "roofline": roof, "kernels": kernels,
             "own_kernels": report.get("own_kernels", []), "coverage_method": coverage_method,
-            "phases": {**_phases(report, lock)["phases"], "compare_s": round(compare_s, 3)},
+            "phases": {**report.get("phases", {}), "gpu_lock_wait_s": round(self.lock_wait_s, 3)},
         }
+        if report.get("measured_s") is not None:
+            diagnostics["phases"]["measurement_s"] = round(report["measured_s"], 3)
+        if ref.notes:
+            diagnostics["trial_plan_notes"] = ref.notes
+        if report.get("ghost"):
+            diagnostics["ghost_replay"] = report["ghost"]
         if report.get("timing_floor_ms") is not None:
             diagnostics["timing_method_details"] = {
                 "floor_ms": report["timing_floor_ms"], "pad_ms": report.get("timing_pad_ms"),
@@ -314,7 +450,7 @@ class _Run:
 
         if status == "correct" and not interpreter and self._want_ncu():
             t0 = time.monotonic()
-            diagnostics["ncu"] = self._ncu(workdir, report.get("own_kernels", []))
+            diagnostics["ncu"] = self._ncu(workdir, ref, report.get("own_kernels", []))
             diagnostics["phases"]["ncu_s"] = round(time.monotonic() - t0, 3)
         diagnostics["bottleneck"] = diag.classify_bottleneck(
             roof, kernels, diagnostics.get("ncu") if isinstance(diagnostics.get("ncu"), dict) else None)
@@ -337,11 +473,21 @@ class _Run:
     def _want_ncu(self) -> bool:
         return self.config.ncu == "auto" and diag.ncu_available()
 
-    def _ncu(self, workdir: Path, kernel_names: list[str]) -> dict:
+    def _ncu(self, workdir: Path, ref: ReferenceData, kernel_names: list[str]) -> dict:
+        """Replay two calls under ncu, inside the same kind of sandbox (inputs from a file
+        the parent wrote; the parent reads back only ncu's CSV)."""
+        import torch
+
         log_file = workdir / "ncu.csv"
-        outcome = run_child(["--spec", str(workdir / "spec.json"), "--mode", "ncu"], workdir,
-                            self.config.ncu_timeout_s, self.config.limits, self._env(),
-                            wrapper=diag.ncu_command(kernel_names, str(log_file)))
+        inputs_file = workdir / "ncu_inputs.pt"
+        torch.save({"init": ref.init_inputs, "state": ref.state_dict, "seed": ref.init_seed,
+                    "inputs": ref.inputs[0]}, inputs_file)
+        argv = [*diag.ncu_command(kernel_names, str(log_file)), sys.executable, "-m",
+                "search_engine.evaluation.child", "--mode", "ncu", "--device", "cuda",
+                "--inputs", str(inputs_file), "--candidate", str(workdir / "candidate.py")]
+        outcome = run_sandboxed_command(argv, workdir, timeout_s=self.config.ncu_timeout_s,
+                                        limits=self.config.limits, env_extra=self._env(),
+                                        gpu=True, extra_ro_paths=diag.ncu_paths())
         try:
             text = log_file.read_text()
         except OSError:
@@ -350,13 +496,17 @@ class _Run:
         return parsed or {"error": "no ncu metrics parsed", "log": text[-800:]}
 
 
+INTERPRETER_COVERAGE = ("interpreter: bytes the kernels really load and store vs bytes "
+                        "touched by torch ops (no device time on the CPU)")
+
+
 def _coverage(report: dict, interpreter: bool) -> tuple[float | None, str]:
     if interpreter:
         kernel = sum(t["kernel_bytes"] for t in report.get("trials", []))
-        other = report.get("aten_bytes", 0)
+        other = sum(t.get("torch_bytes", 0) for t in report.get("trials", []))
         if kernel + other == 0:
-            return None, "interpreter: bytes-touched proxy (no device time on the CPU)"
-        return kernel / (kernel + other), "interpreter: bytes-touched proxy (no device time on the CPU)"
+            return None, INTERPRETER_COVERAGE
+        return kernel / (kernel + other), INTERPRETER_COVERAGE
     profile = report.get("profile_us") or {}
     total = sum(profile.values())
     if not total:
@@ -370,12 +520,10 @@ def _timing(report: dict) -> dict[str, TimingStats]:
     return {k: TimingStats(**v) for k, v in (report.get("timing") or {}).items()}
 
 
-def _phases(report: dict, lock: TimingLockHandler) -> dict:
-    phases = dict(report.get("phases") or {})
-    phases["gpu_lock_wait_s"] = round(lock.wait_s, 3)
-    if report.get("measured_s") is not None:
-        phases["measurement_s"] = round(report["measured_s"], 3)
-    return {"phases": phases}
+def _distance(outputs: list, reference: list) -> float:
+    if len(outputs) != len(reference):
+        return float("inf")
+    return rel_norm_distance(outputs, reference)
 
 
 def _asdict(obj) -> dict:

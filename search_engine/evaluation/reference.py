@@ -1,19 +1,20 @@
-"""The trusted side: reference outputs in float64, computed in the parent process.
+"""The reference side of an evaluation, as the trusted parent keeps it.
 
-The sandbox child receives the reference model's weights and the trial seeds; it never
-receives these outputs.
+The problem's code runs in its own sandbox (`reference_child`): it draws every trial's
+inputs and computes float64 outputs and the baselines' timings. The parent keeps the
+answers here and hands the candidate's sandbox one trial's inputs at a time; the
+candidate never receives the outputs, the weights' origin or the plan.
 """
 
 from __future__ import annotations
 
-import copy
+import shutil
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
-from search_engine.problems import (
-    TORCH_RNG_LOCK, Problem, exec_module, inputs_checksum, make_trial_inputs,
-)
+from search_engine.problems import Problem, ProblemError
+
+GHOST_SEED_OFFSET = 104_729  # the ghost replay's inputs: never one of the trials'
 
 
 @dataclass
@@ -29,94 +30,113 @@ class ReferenceData:
     input_bytes: int                 # native bytes of one trial's inputs
     flops: int                       # from torch's FlopCounterMode (matmul/conv/attention)
     defects: list[str] = field(default_factory=list)
+    inputs: list[list] = field(default_factory=list)  # per trial: the inputs (CPU)
+    ghost_inputs: list = field(default_factory=list)
+    ghost_outputs64: list = field(default_factory=list)
+    baselines: dict = field(default_factory=dict)     # "eager"/"compile" timing stats
+    notes: list[str] = field(default_factory=list)    # trial-plan adaptations
+    isolation: dict = field(default_factory=dict)
+    duration_s: float = 0.0
 
+    @property
+    def output_bytes(self) -> int:
+        import torch
 
-def _as_list(out: Any) -> list:
-    import torch
-
-    return [out] if isinstance(out, torch.Tensor) else list(out)
-
-
-def _floating_to(x, dtype, device):
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        return (x.to(dtype) if x.is_floating_point() else x).to(device)
-    return x
+        return sum(int(torch.Size(s).numel()) * torch.empty((), dtype=getattr(torch, d.replace("torch.", ""))).element_size()
+                   for s, d in zip(self.output_shapes, self.output_dtypes))
 
 
 def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]],
-                      init_seed: int, device: str) -> ReferenceData:
-    with TORCH_RNG_LOCK:
-        return _compute_reference(problem, schedule, init_seed, device)
+                      init_seed: int, device: str, config=None, *,
+                      l2_bytes: int = 64 << 20) -> ReferenceData:
+    """Run the problem in its sandbox; raise ProblemError when the problem itself fails."""
+    import time
 
+    from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.sandbox import (
+        ProtocolViolation, SandboxDied, SandboxSession, SandboxTimeout, make_workdir,
+    )
 
-def _compute_reference(problem: Problem, schedule: list[tuple[int, float, float]],
-                       init_seed: int, device: str) -> ReferenceData:
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
+    config = config or EvaluationConfig()
+    started = time.monotonic()
+    workdir = make_workdir("kernelhub-ref-")
+    (workdir / "problem.py").write_text(problem.source)
+    ghost = (init_seed + GHOST_SEED_OFFSET, 1.0, 0.0)
+    plan = [list(t) for t in schedule] + [list(ghost)]
+    env = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"} \
+        if device == "cpu" else {}
+    session = SandboxSession("search_engine.evaluation.reference_child", ["--device", device],
+                             workdir, timeout_s=config.reference_timeout_s, limits=config.limits,
+                             env_extra=env, gpu=device == "cuda", log_chars=config.log_chars)
+    try:
+        session.start()
+        meta, tensors = _ask(session, "setup", {"problem_file": str(workdir / "problem.py"),
+                                                "seed": init_seed, "schedule": plan})
+        from search_engine.evaluation import wire
 
-    module = exec_module(problem.source, f"kernelhub_reference_{problem.source_hash}",
-                         problem.path or f"<problem {problem.name}>")
-    torch.manual_seed(init_seed)
-    init_inputs = list(module.get_init_inputs())
-    torch.manual_seed(init_seed)
-    model = module.Model(*init_inputs).eval()
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    model64 = copy.deepcopy(model).double().to(device)
-    model_native = model.to(device)
+        init_inputs = wire.decode_values(meta["init"], tensors)
+        state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
+        trials = [_trial(session, i) for i in range(len(plan))]
+        baselines = {}
+        if config.time_baselines:
+            baselines = _baselines(session, config, device, len(schedule), l2_bytes)
+        session.request("exit")
+    except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
+        outcome = session.close()
+        detail = "out of memory" if outcome.memory_exceeded else str(exc)
+        raise ProblemError(f"the problem's reference Model failed to run in its sandbox "
+                           f"({detail}); log: {outcome.log[-1500:]}") from None
+    finally:
+        outcome = session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    from search_engine.problems import inputs_checksum
 
-    outputs64, checksums, defects = [], [], []
-    dtypes: list[str] = []
-    shapes: list[list[int]] = []
-    input_bytes = flops = 0
-    for index, (seed, scale, shift) in enumerate(schedule):
-        inputs = make_trial_inputs(module, seed, scale, shift)
-        checksums.append(inputs_checksum(inputs))
-        with torch.no_grad():
-            if index == 0:
-                native = _as_list(model_native(*[_floating_to(x, x.dtype, device) if
-                                                 isinstance(x, torch.Tensor) else x
-                                                 for x in inputs]))
-                dtypes = [str(o.dtype) for o in native]
-                shapes = [list(o.shape) for o in native]
-                input_bytes = sum(x.numel() * x.element_size() for x in inputs
-                                  if isinstance(x, torch.Tensor))
-                counter = FlopCounterMode(display=False)
-                with counter:
-                    out = model64(*[_floating_to(x, torch.float64, device) for x in inputs])
-                flops = int(counter.get_total_flops())
-            else:
-                out = model64(*[_floating_to(x, torch.float64, device) for x in inputs])
-        out = [o.detach().cpu() for o in _as_list(out)]
-        defect = degenerate_reason(out)
-        if defect:
-            defects.append(f"trial {index} (seed {seed}, scale {scale:g}, shift {shift:g}): {defect}")
-        outputs64.append(out)
+    (ghost_inputs, ghost_outputs) = trials.pop()
     return ReferenceData(
-        schedule=list(schedule), init_seed=init_seed, init_inputs=init_inputs, state_dict=state,
-        checksums=checksums, outputs64=outputs64, output_dtypes=dtypes, output_shapes=shapes,
-        input_bytes=input_bytes, flops=flops, defects=defects,
+        schedule=[tuple(t) for t in meta["schedule"][:-1]], init_seed=init_seed,
+        init_inputs=init_inputs, state_dict=state,
+        checksums=[inputs_checksum(inputs) for inputs, _ in trials],
+        outputs64=[out for _, out in trials], output_dtypes=meta["output_dtypes"],
+        output_shapes=meta["output_shapes"], input_bytes=meta["input_bytes"],
+        flops=meta["flops"], defects=meta["defects"], inputs=[inp for inp, _ in trials],
+        ghost_inputs=ghost_inputs, ghost_outputs64=ghost_outputs, baselines=baselines,
+        notes=meta["notes"], isolation=outcome.isolation,
+        duration_s=round(time.monotonic() - started, 3),
     )
 
 
-def degenerate_reason(outputs: list) -> str:
-    """Why a reference output cannot tell right from wrong, or '' when it can."""
-    import torch
+def _ask(session, kind: str, header: dict | None = None) -> tuple[dict, list]:
+    reply, tensors = session.request(kind, header, max_reply_bytes=1 << 40)
+    if not reply.get("ok"):
+        raise ProblemError(f"the problem's reference Model failed to run: {reply.get('message')}"
+                           + (f"\n{reply['traceback']}" if reply.get("traceback") else ""))
+    return reply, tensors
 
-    for i, o in enumerate(outputs):
-        if not o.is_floating_point():
-            continue
-        if not torch.isfinite(o).all():
-            return f"output {i} contains NaN or Inf"
-        if o.numel() == 0:
-            return f"output {i} is empty"
-        peak = float(o.abs().max())
-        if peak < 1e-10:
-            return f"output {i} is all (near) zero (max |ref| = {peak:.3g})"
-        if o.numel() > 1 and float(o.max() - o.min()) <= 1e-12 * peak:
-            return f"output {i} is constant ({float(o.flatten()[0]):.6g} everywhere)"
-    return ""
+
+def _trial(session, index: int) -> tuple[list, list]:
+    from search_engine.evaluation import wire
+
+    reply, tensors = _ask(session, "trial", {"index": index})
+    n_out = reply["n_outputs"]
+    inputs = wire.decode_values(reply["inputs"], tensors[:len(tensors) - n_out])
+    return inputs, tensors[len(tensors) - n_out:]
+
+
+def _baselines(session, config, device: str, n_sets: int, l2_bytes: int) -> dict:
+    from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_timing_lock
+
+    header = {"timing": config.timing_spec(l2_bytes), "sets": n_sets,
+              "compile": config.time_compile_baseline}
+    if device == "cpu":
+        return _ask(session, "baselines", header)[0]["timing"]
+    with gpu_timing_lock(cuda_device_key()):
+        return _ask(session, "baselines", header)[0]["timing"]
+
+
+def degenerate_reason(outputs: list) -> str:
+    from search_engine.evaluation.reference_child import degenerate_reason as reason
+
+    return reason(outputs)
 
 
 class ReferenceCache:
@@ -129,8 +149,10 @@ class ReferenceCache:
         self._key_locks: dict[tuple, threading.Lock] = {}
         self.max_entries = max_entries
 
-    def get(self, problem: Problem, schedule, init_seed: int, device: str) -> ReferenceData:
-        key = (problem.source_hash, tuple(map(tuple, schedule)), init_seed, device)
+    def get(self, problem: Problem, schedule, init_seed: int, device: str,
+            config=None, *, l2_bytes: int = 64 << 20) -> ReferenceData:
+        key = (problem.source_hash, tuple(map(tuple, schedule)), init_seed, device,
+               bool(config.time_baselines) if config is not None else True)
         with self._lock:
             if key in self._entries:
                 return self._entries[key]
@@ -139,7 +161,8 @@ class ReferenceCache:
             with self._lock:
                 if key in self._entries:
                     return self._entries[key]
-            data = compute_reference(problem, schedule, init_seed, device)
+            data = compute_reference(problem, schedule, init_seed, device, config,
+                                     l2_bytes=l2_bytes)
             with self._lock:
                 if len(self._entries) >= self.max_entries:
                     self._entries.pop(next(iter(self._entries)))

@@ -6,8 +6,10 @@ not address space, which CUDA needs), an environment built from an allow-list (A
 database URLs and tokens never reach it), its own temporary working, home, Triton-cache
 and Inductor-cache directories, and no network when `unshare -n` works on this host.
 
-The child talks to the parent over two dedicated pipes (control out, control in) so its
-own prints go to a log file and cannot forge protocol messages on stdout.
+The child talks to the parent over one socket (`SandboxSession`, frames from `wire`); its
+own prints go to a log file. The strong layers (user, PID, mount and network namespaces,
+a memory limit) come from `isolation`; this module falls back to a process group,
+rlimits and `unshare -n` where that module cannot run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +95,145 @@ def apply_rlimits(limits: SandboxLimits, timeout_s: float) -> dict[str, int]:
     return applied
 
 
+class SandboxDied(RuntimeError):
+    """The sandboxed process went away before answering."""
+
+
+class SandboxTimeout(RuntimeError):
+    """The sandboxed process used up its time budget."""
+
+
+class ProtocolViolation(RuntimeError):
+    """A frame the honest harness would never send: out of order, unsolicited or malformed."""
+
+
+class SandboxSession:
+    """One sandboxed process (`python -m <module>`) answering requests over a socket.
+
+    Only the time spent waiting for the child counts against `timeout_s`: the parent may
+    take the GPU timing lock between requests without charging the candidate. Every reply
+    must answer the request just sent, and nothing may arrive unasked.
+    """
+
+    def __init__(self, module: str, args: list[str], workdir: Path, *, timeout_s: float,
+                 limits: SandboxLimits, env_extra: dict[str, str] | None = None,
+                 gpu: bool = False, log_chars: int = 4000, wrapper: list[str] | None = None,
+                 extra_ro_paths: tuple[str, ...] = ()):
+        self.module, self.args, self.workdir = module, args, workdir
+        self.budget_s, self.limits, self.gpu = timeout_s, limits, gpu
+        self.env_extra, self.log_chars, self.wrapper = env_extra, log_chars, wrapper
+        self.extra_ro_paths = extra_ro_paths
+        self.used_s = 0.0
+        self.sock = None
+        self.process = None
+        self.isolation: dict = {}
+        self._next_id = 0
+        self.ready: dict = {}
+
+    # -- life cycle
+    def start(self) -> dict:
+        import socket
+
+        import search_engine.evaluation.wire as wire
+
+        parent_sock, child_sock = socket.socketpair()
+        self.sock = parent_sock
+        argv = [*(self.wrapper or []), sys.executable, "-m", self.module,
+                "--sock", str(child_sock.fileno()), *self.args]
+        env = clean_environment(self.workdir, self.env_extra)
+        env["KERNELHUB_SANDBOX_TIMEOUT_S"] = str(self.budget_s)
+        log = open(self.workdir / "child.log", "wb")
+        try:
+            self.process = spawn(argv, self.workdir, limits=self.limits, env=env, gpu=self.gpu,
+                                 pass_fds=(child_sock.fileno(),), stdout=log,
+                                 extra_ro_paths=self.extra_ro_paths)
+        finally:
+            log.close()
+            child_sock.close()
+        self.isolation = self.process.isolation
+        header, _ = self._receive(wire, 1 << 20)
+        if header.get("kind") != "ready":
+            raise ProtocolViolation(f"expected the harness's ready message, got {header.get('kind')!r}")
+        self.ready = header
+        return header
+
+    def request(self, kind: str, header: dict | None = None, tensors: list | None = None,
+                max_reply_bytes: int = 1 << 20) -> tuple[dict, list]:
+        import search_engine.evaluation.wire as wire
+
+        self._expect_silence()
+        self._next_id += 1
+        rid = self._next_id
+        try:
+            wire.send(self.sock, {**(header or {}), "kind": kind, "id": rid}, tensors)
+        except OSError as exc:
+            raise SandboxDied(f"the sandbox closed its socket ({exc})") from None
+        reply, out = self._receive(wire, max_reply_bytes)
+        expected = "bye" if kind == "exit" else "reply"
+        if reply.get("kind") != expected or reply.get("re") != rid:
+            raise ProtocolViolation(
+                f"request {rid} ({kind}) was answered by a {reply.get('kind')!r} message for "
+                f"request {reply.get('re')!r}")
+        return reply, out
+
+    def _receive(self, wire, max_bytes: int) -> tuple[dict, list]:
+        import socket
+
+        remaining = self.budget_s - self.used_s
+        if remaining <= 0:
+            raise SandboxTimeout("time budget used up")
+        self.sock.settimeout(remaining)
+        t0 = time.monotonic()
+        try:
+            return wire.recv(self.sock, max_bytes)
+        except socket.timeout:
+            raise SandboxTimeout("time budget used up") from None
+        except wire.ProtocolError as exc:
+            raise ProtocolViolation(str(exc)) from None
+        except (EOFError, ConnectionError, OSError) as exc:
+            raise SandboxDied(str(exc) or "the sandbox closed its socket") from None
+        finally:
+            self.used_s += time.monotonic() - t0
+
+    def _expect_silence(self) -> None:
+        """Bytes waiting before a request was sent were not asked for."""
+        ready, _, _ = select.select([self.sock], [], [], 0)
+        if not ready:
+            return
+        try:
+            peek = self.sock.recv(1, __import__("socket").MSG_PEEK)
+        except OSError:
+            return
+        if peek:
+            raise ProtocolViolation("the sandbox sent a message nobody asked for")
+
+    def close(self) -> SandboxOutcome:
+        """Ask the child to exit, then kill whatever is left; the outcome carries the log."""
+        timed_out = self.used_s >= self.budget_s
+        if self.sock is not None:
+            self.sock.close()
+        returncode, memory = None, False
+        if self.process is not None:
+            proc = self.process
+            try:
+                proc.popen.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                pass
+            proc.kill(self.limits.kill_grace_s)
+            memory = proc.memory_exceeded()
+            proc.cleanup()
+            returncode = proc.popen.returncode
+        return SandboxOutcome(returncode=returncode, timed_out=timed_out, wall_s=self.used_s,
+                              log=redact(_tail(self.workdir / "child.log", self.log_chars)),
+                              isolation=self.isolation, memory_exceeded=memory)
+
+    def __enter__(self) -> SandboxSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.outcome = self.close()
+
+
 @dataclass
 class SandboxOutcome:
     returncode: int | None
@@ -102,121 +242,82 @@ class SandboxOutcome:
     log: str
     messages: list[dict] = field(default_factory=list)
     isolation: dict = field(default_factory=dict)
+    memory_exceeded: bool = False
 
 
-def isolation_summary(limits: SandboxLimits) -> dict:
-    wants_net = limits.network != "off"
-    net = wants_net and network_isolation_available()
-    if limits.network == "required" and not net:
-        raise RuntimeError("network isolation is required but `unshare -n` does not work here")
-    return {
-        "process_group": True,
-        "network": "unshare -n (no network namespace access)" if net else
-                   ("none: unshare -n not permitted on this host" if wants_net else "disabled by config"),
-        "network_isolated": net,
-        "rlimits": {
-            "RLIMIT_NPROC": limits.max_processes, "RLIMIT_NOFILE": limits.max_open_files,
-            "RLIMIT_FSIZE": limits.max_file_bytes, "RLIMIT_CPU": "timeout x "
-            f"{limits.cpu_seconds_per_wall_second:g} + 30 s",
-        },
-        "environment": "allow-list; secrets dropped",
-        "runs_as_root": os.geteuid() == 0,  # root is not bound by RLIMIT_NPROC
-        "private_dirs": ["cwd", "HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"],
-    }
+def redact(text: str) -> str:
+    """Values of this process's secret-looking variables never leave in a log."""
+    for name, value in os.environ.items():
+        if SECRET_PATTERN.search(name) and len(value) >= 6 and value in text:
+            text = text.replace(value, f"[{name} redacted]")
+    return text
 
 
-def run_child(
-    args: list[str],
-    workdir: Path,
-    timeout_s: float,
-    limits: SandboxLimits,
-    env_extra: dict[str, str] | None = None,
-    on_message: Callable[[dict, Callable[[str], None]], None] | None = None,
-    log_chars: int = 4000,
-    wrapper: list[str] | None = None,
-) -> SandboxOutcome:
-    """Run `python -m search_engine.evaluation.child <args>` sandboxed in `workdir`.
+class _PlainProcess:
+    """Fallback when the isolation module is unavailable: a process group, rlimits, and
+    `unshare -n` where the host allows it."""
 
-    `on_message(msg, reply)` sees every control message; it may block (e.g. waiting for
-    the GPU timing lock): the time it spends is not charged to the candidate's timeout.
-    """
-    import json
+    def __init__(self, popen: subprocess.Popen, isolation: dict):
+        self.popen, self.isolation = popen, isolation
 
+    def memory_exceeded(self) -> bool:
+        return False
+
+    def kill(self, grace_s: float) -> None:
+        if self.popen.poll() is None:
+            kill_group(self.popen, grace_s)
+        else:
+            _signal_group(self.popen.pid, signal.SIGKILL)
+
+    def cleanup(self) -> None:
+        pass
+
+
+def spawn(argv: list[str], workdir: Path, *, limits: SandboxLimits, env: dict[str, str],
+          gpu: bool, pass_fds: tuple[int, ...], stdout, extra_ro_paths: tuple[str, ...] = ()):
+    """Start `argv` in the strongest sandbox this host offers (see `isolation`)."""
+    try:
+        from search_engine.evaluation.isolation import spawn_sandboxed
+    except ImportError:
+        spawn_sandboxed = None
+    if spawn_sandboxed is not None:
+        return spawn_sandboxed(argv, workdir, limits=limits, env=env, gpu=gpu, pass_fds=pass_fds,
+                               stdout=stdout, extra_ro_paths=extra_ro_paths)
     isolation = isolation_summary(limits)
-    ctrl_out_r, ctrl_out_w = os.pipe()
-    ctrl_in_r, ctrl_in_w = os.pipe()
-    log_path = workdir / "child.log"
-    cmd = [sys.executable, "-m", "search_engine.evaluation.child",
-           "--ctrl-out", str(ctrl_out_w), "--ctrl-in", str(ctrl_in_r), *args]
-    cmd = [*(wrapper or []), *cmd]  # e.g. ncu, which must run inside the same sandbox
     if isolation["network_isolated"]:
-        cmd = [shutil.which("unshare") or "unshare", "-n", *cmd]
+        argv = [shutil.which("unshare") or "unshare", "-n", *argv]
+    timeout_s = float(env.get("KERNELHUB_SANDBOX_TIMEOUT_S", "600"))
+    popen = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
+                             stderr=subprocess.STDOUT, pass_fds=pass_fds, start_new_session=True,
+                             preexec_fn=functools.partial(apply_rlimits, limits, timeout_s))
+    return _PlainProcess(popen, isolation)
+
+
+def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
+                          limits: SandboxLimits, env_extra: dict[str, str] | None = None,
+                          gpu: bool = False, extra_ro_paths: tuple[str, ...] = (),
+                          log_chars: int = 4000) -> SandboxOutcome:
+    """Run a command to completion in the sandbox (no socket): e.g. ncu around a replay."""
     env = clean_environment(workdir, env_extra)
     env["KERNELHUB_SANDBOX_TIMEOUT_S"] = str(timeout_s)
+    log_path = workdir / "command.log"
     started = time.monotonic()
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(
-            cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
-            stderr=subprocess.STDOUT, pass_fds=(ctrl_out_w, ctrl_in_r), start_new_session=True,
-        )
-    os.close(ctrl_out_w)
-    os.close(ctrl_in_r)
-    messages: list[dict] = []
-    buffer = b""
-    paused = 0.0
+    with open(log_path, "wb") as log:
+        proc = spawn(argv, workdir, limits=limits, env=env, gpu=gpu, pass_fds=(), stdout=log,
+                     extra_ro_paths=extra_ro_paths)
     timed_out = False
-
-    def reply(text: str) -> None:
-        try:
-            os.write(ctrl_in_w, (text + "\n").encode())
-        except OSError:
-            pass
-
     try:
-        while True:
-            remaining = timeout_s - (time.monotonic() - started - paused)
-            if remaining <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([ctrl_out_r], [], [], min(remaining, 0.5))
-            if ready:
-                chunk = os.read(ctrl_out_r, 65536)
-                if not chunk:  # child closed its end: it exited (or is exiting)
-                    break
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    try:
-                        msg = json.loads(line)
-                    except ValueError:
-                        continue
-                    messages.append(msg)
-                    if on_message:
-                        t0 = time.monotonic()
-                        on_message(msg, reply)
-                        paused += time.monotonic() - t0
-            elif proc.poll() is not None:
-                break
-        if timed_out:
-            kill_group(proc, limits.kill_grace_s)
-        else:
-            try:
-                proc.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started - paused)))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_group(proc, limits.kill_grace_s)
+        proc.popen.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
     finally:
-        os.close(ctrl_out_r)
-        os.close(ctrl_in_w)
-        if proc.poll() is None:
-            kill_group(proc, limits.kill_grace_s)
-        else:  # the child is gone; clean up anything it left in its group
-            _signal_group(proc.pid, signal.SIGKILL)
-    log = _tail(log_path, log_chars)
-    return SandboxOutcome(
-        returncode=proc.returncode, timed_out=timed_out, wall_s=time.monotonic() - started,
-        log=log, messages=messages, isolation=isolation,
-    )
+        proc.kill(limits.kill_grace_s)
+        memory = proc.memory_exceeded()
+        proc.cleanup()
+    return SandboxOutcome(returncode=proc.popen.returncode, timed_out=timed_out,
+                          wall_s=time.monotonic() - started,
+                          log=redact(_tail(log_path, log_chars)), isolation=proc.isolation,
+                          memory_exceeded=memory)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -129,7 +129,7 @@ def time_gpu(
         _event_synchronize(ends[i])
         host_ms.append((_perf_counter() - h0) * 1e3)
         if keep_outputs and i >= reps - n_sets:
-            last[which] = out
+            last[which] = _snapshot(out)
     measured_s = _perf_counter() - loop_start
     raw = [_elapsed_time(s, e) for s, e in zip(starts, ends)][1:]
     samples = [max(r - floor_ms, 0.0) for r in raw]
@@ -140,6 +140,16 @@ def time_gpu(
         floor_ms=floor_ms, raw_median_ms=statistics.median(raw), pad_ms=pad_ms,
         last_outputs=sorted(last.items(), key=lambda kv: kv[0]),
     )
+
+
+def _snapshot(out: Any) -> Any:
+    """A copy of what one call returned, taken at once: a candidate that reuses its output
+    buffer (legitimately) or rewrites it later cannot change what this call answered."""
+    if isinstance(out, torch.Tensor) and type(out) is torch.Tensor:
+        return out.detach().clone()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_snapshot(o) for o in out)
+    return out
 
 
 def _sleep_cycles_per_ms() -> float:
@@ -184,7 +194,7 @@ def time_interpreter(fn: Callable[[Sequence[Any]], Any], input_sets: Sequence[Se
         out = fn(input_sets[which])
         samples.append((_perf_counter() - t0) * 1e3)
         if keep_outputs:
-            last[which] = out
+            last[which] = _snapshot(out)
     median, iqr = median_iqr(samples)
     return Measurement(
         median_ms=median, iqr_ms=iqr, samples=len(samples), method=INTERPRETER_METHOD,

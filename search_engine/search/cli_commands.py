@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from search_engine.cli import parse_sizes
+from search_engine.cli import add_isolation_argument, parse_sizes, with_isolation
 
 
 def _common_arguments(p) -> None:
@@ -38,6 +38,7 @@ def _common_arguments(p) -> None:
     p.add_argument("--budget", type=int, default=12, help="evaluations (default 12)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--precision", default="strict", choices=["strict", "tf32", "bf16"])
+    add_isolation_argument(p)
     p.add_argument("--parallel", type=int, default=2,
                    help="evaluations in flight and evaluation workers (default 2)")
     p.add_argument("--children", type=int, default=2, help="children proposed per step")
@@ -104,6 +105,7 @@ def make_executor(args):
     config = EvaluationConfig()
     if args.no_ncu:
         config = replace(config, ncu="off")
+    config = with_isolation(config, args)
     return LocalExecutor(max_workers=max(1, args.parallel), config=config)
 
 

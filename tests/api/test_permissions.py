@@ -134,8 +134,10 @@ def test_writes_follow_the_roles_and_key_scopes(principal, workspace, hardware, 
         format="json"), 400)
     _expect(kind, which, "upload", client.post("/api/v1/problems/", {
         "name": "new", "source": "x = 1"}, format="json"), 400)  # allowed; the source is invalid
+    # candidates[1] is already approved (409 for everyone allowed to propose, see
+    # tests/kernelhub/test_review_approve_once.py); candidates[3] is correct and pending.
     _expect(kind, which, "propose", client.post("/api/v1/reviews/", {
-        "candidate": alpha["candidates"][1].pk}, format="json"), 201)
+        "candidate": alpha["candidates"][3].pk}, format="json"), 201)
     pending = alpha["pending"]
     _expect(kind, which, "review", client.post(f"/api/v1/reviews/{pending.pk}/approve/", {
         "comment": "fine", "override_reason": "checked by hand"}, format="json"), 200)
@@ -195,3 +197,46 @@ def test_key_of_a_removed_creator_cannot_write(key_client, api_keys, workspace, 
         "/api/v1/sessions/", {"problem": library_problem.pk, "hardware": "interpreter",
                               "start": False}, format="json")
     assert response.status_code == 403 and "creator" in response.json()["detail"]
+
+
+def _knowledge_rows(teams) -> dict:
+    """A document and a skill of each team, plus beta's shared ones (rows only: the
+    Chroma-backed matrix is tests/knowledge/test_kb_teams.py)."""
+    from knowledge.models import Document, Skill
+
+    rows = {}
+    for name, shared in (("alpha", False), ("beta", False), ("beta-shared", True)):
+        owner = teams[name.split("-")[0]]
+        rows[("document", name)] = Document.objects.create(
+            title=f"{name} manual", filename=f"{name}.md", kind="markdown", category="general-optimization",
+            content_hash=f"hash-{name}", size_bytes=1, stored_path="", status="ready",
+            team=owner, shared=shared)
+        rows[("skill", name)] = Skill.objects.create(title=f"{name} skill", transformation="tile",
+                                                     team=owner, shared=shared)
+    return rows
+
+
+@pytest.mark.parametrize("team", TEAMS)
+@pytest.mark.parametrize("kind, which", PRINCIPALS)
+def test_knowledge_rows_never_leak_and_cannot_be_deleted_across_teams(principal, teams, team,
+                                                                      kind, which):
+    from knowledge.models import Document
+
+    client = principal(team, kind, which)
+    rows = _knowledge_rows(teams)
+    other = "beta" if team == "alpha" else "alpha"
+    for what, url in (("document", "/api/v1/knowledge/documents/"), ("skill", "/api/v1/skills/")):
+        ids = {r["id"] for r in client.get(url + "?page_size=500").json()["results"]}
+        mine = {rows[(what, team)].pk, rows[(what, "beta-shared")].pk}
+        assert ids == mine, what
+        assert client.get(f"{url}{rows[(what, other)].pk}/").status_code == 404
+        for pk in mine:
+            assert client.get(f"{url}{pk}/").status_code == 200
+    foreign = rows[("document", other)]
+    response = client.delete(f"/api/v1/knowledge/documents/{foreign.pk}/")
+    assert response.status_code == (403 if which == "read" else 404)
+    assert Document.objects.filter(pk=foreign.pk).exists()
+    if team == "alpha":  # beta's shared manual: everyone reads it, only beta deletes it
+        shared = rows[("document", "beta-shared")]
+        assert client.delete(f"/api/v1/knowledge/documents/{shared.pk}/").status_code == 403
+        assert Document.objects.filter(pk=shared.pk).exists()

@@ -136,11 +136,15 @@ def test_hardware_by_name_and_kernel_listing(key_client, api_keys, workspace):
 def test_knowledge_search_and_skills(key_client, api_keys, workspace):
     from knowledge.models import Skill
 
+    alpha = workspace["alpha"]["session"].team
     Skill.objects.create(title="Vectorize loads on H200", transformation="vectorize",
-                         family="elementwise", hardware="h200", sessions=[123])
+                         family="elementwise", hardware="h200", sessions=[123], team=alpha)
     client = key_client(api_keys[("alpha", "read")])
     (skill,) = client.get("/api/v1/skills/?q=vectorize").json()["results"]
     assert skill["transformation"] == "vectorize" and "sessions" not in skill
+    assert skill["team"] == alpha.pk and skill["shared"] is False
+    beta = key_client(api_keys[("beta", "read")])  # another team's skill is not theirs
+    assert beta.get("/api/v1/skills/?q=vectorize").json()["results"] == []
     assert client.get("/api/v1/skills/?q=nothing-like-this").json()["results"] == []
     response = client.get("/api/v1/knowledge/search", {"q": "shared memory", "category": "nope"})
     assert response.status_code == 400 and "Unknown category" in str(response.json())
@@ -180,7 +184,7 @@ def test_knowledge_search_finds_an_ingested_manual(key_client, api_keys, workspa
                       "pad tiles by one element to avoid bank conflicts in transposes.\n\n"
                       "# Tensor cores\n\nUse bf16 inputs with fp32 accumulation for tl.dot.\n")
     document = document_ingest_file(manual, category="hardware-specific", vendor="nvidia",
-                                     hardware="h200")
+                                     hardware="h200", team=workspace["alpha"]["session"].team)
     try:
         client = key_client(api_keys[("alpha", "read")])
         response = client.get("/api/v1/knowledge/search", {"q": "avoid shared memory bank "

@@ -124,10 +124,16 @@ def test_offline_synthesizer_refuses_an_uncovered_problem_up_front(client, teams
     assert Problem.objects.filter(name="sorter").exists() and not SearchSession.objects.exists()
 
 
-def test_coverage_partial(client, teams, library_problem):
+def test_coverage_partial(client, teams, library_problem, django_capture_on_commit_callbacks):
+    from kernelhub.optimization.tasks import problem_coverage_task
+
     login(client, "alpha", "viewer")
-    page = client.get(reverse("optimization:problem_coverage") + f"?problem={library_problem.pk}"
-                      ).content.decode()
+    url = reverse("optimization:problem_coverage") + f"?problem={library_problem.pk}"
+    with django_capture_on_commit_callbacks() as queued:  # computed in the background
+        page = client.get(url).content.decode()
+    assert 'data-state="pending"' in page and "hx-trigger" in page and len(queued) == 1
+    problem_coverage_task(library_problem.pk)  # what the background task runs
+    page = client.get(url).content.decode()
     assert 'data-state="covered"' in page and "elementwise" in page
     empty = client.get(reverse("optimization:problem_coverage") + "?problem=").content.decode()
     assert "Pick a library or team problem" in empty

@@ -3,6 +3,7 @@
 from knowledge import store
 from knowledge.models import Document
 from knowledge.retrieval import retrieve
+from knowledge.selectors import KnowledgeScope
 from knowledge.services import document_delete
 
 
@@ -16,7 +17,8 @@ def test_ingest_search_delete_against_a_chroma_server(kb, ingest, settings, chro
     assert document.status == Document.Status.READY, document.message
     ids = store.collection(store.CHUNKS).get(where={"document_id": document.pk}, include=[])["ids"]
     assert ids == [str(c.pk) for c in document.chunks.all()]
-    top = retrieve("what does the zorblax barrier order?", hardware="h100", k=1)[0]
+    top = retrieve("what does the zorblax barrier order?", hardware="h100", k=1,
+                   scope=KnowledgeScope.ALL)[0]
     assert top.filename == "server.md"
     document_id = document.pk
     document_delete(document)

@@ -15,12 +15,14 @@ def test_build_query_uses_problem_diagnosis_and_errors():
     assert build_query("", None, None) == ""
 
 
-def test_provider_returns_passages_and_skills(kb, ingest):
+def test_provider_returns_passages_and_skills(kb, ingest, teams):
+    alpha = teams["alpha"]
     ingest("hbm.md", b"# H100 memory\n\nHBM3 bandwidth is reached only with coalesced, vectorized loads.\n",
-           hardware="h100", category="hardware-specific")
+           hardware="h100", category="hardware-specific", team=alpha)
     ingest("mi.md", b"# MI300X memory\n\nHBM3 on MI300X needs coalesced vectorized loads too.\n",
-           hardware="mi300x", category="hardware-specific")
-    ingest("neutral.md", b"# Coalescing\n\nAdjacent lanes, adjacent addresses: coalesced memory access.\n")
+           hardware="mi300x", category="hardware-specific", team=alpha)
+    ingest("neutral.md", b"# Coalescing\n\nAdjacent lanes, adjacent addresses: coalesced memory access.\n",
+           team=alpha)
     distill_session_skills([
         {"id": 0, "parent_id": None, "diagnostics": {"bottleneck": "memory"}, "status": "correct",
          "family": "softmax", "hardware": "h100", "session": "s9"},
@@ -28,8 +30,8 @@ def test_provider_returns_passages_and_skills(kb, ingest):
          "origin": {"transformation": "vectorized 128-bit loads", "params": {"VEC": 4}},
          "diagnostics": {"bottleneck": "memory"}, "integrity_flags": [], "family": "softmax",
          "hardware": "h100", "session": "s9"},
-    ])
-    provider: ContextProvider = KnowledgeContextProvider(skills=2)
+    ], team=alpha)
+    provider: ContextProvider = KnowledgeContextProvider(skills=2, team_id=alpha.pk)
     passages = provider.retrieve_for_node(problem="softmax", diagnosis={"bottleneck": "memory"},
                                           errors=[], hardware="h100", k=10)
     assert all(isinstance(p, ContextPassage) for p in passages)

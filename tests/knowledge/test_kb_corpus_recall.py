@@ -1,7 +1,13 @@
 """Recall@5 on the labelled corpus through the real pipeline (model, Chroma, BM25)."""
 
 from knowledge.evaluation import recall_at_k
-from knowledge.retrieval import retrieve
+from knowledge.retrieval import retrieve as scoped_retrieve
+from knowledge.selectors import KnowledgeScope
+
+
+def retrieve(*args, **kwargs):
+    """The operator's view (every document): these tests are about ranking, not teams."""
+    return scoped_retrieve(*args, scope=KnowledgeScope.ALL, **kwargs)
 
 
 def test_corpus_recall_at_5(corpus_kb, kb):

@@ -8,7 +8,13 @@ from rank_bm25 import BM25Okapi
 from knowledge.errors import KnowledgeInputError
 from knowledge.fusion import reciprocal_rank_fusion
 from knowledge.lexical import BM25Index, tokenize
-from knowledge.retrieval import retrieve
+from knowledge.retrieval import retrieve as scoped_retrieve
+from knowledge.selectors import KnowledgeScope
+
+
+def retrieve(*args, **kwargs):
+    """The operator's view (every document): these tests are about ranking, not teams."""
+    return scoped_retrieve(*args, scope=KnowledgeScope.ALL, **kwargs)
 
 NVIDIA = b"# Hopper\n\nIssue wgmma instructions from a warpgroup of four warps; TMA copies tiles.\n"
 AMD = b"# CDNA3\n\nOn gfx942 set qpu_waves_hint to raise occupancy; MFMA matrix cores do the math.\n"

@@ -4,9 +4,15 @@ import pytest
 
 from knowledge import store
 from knowledge.models import Skill
-from knowledge.selectors import skill_search
+from knowledge.selectors import KnowledgeScope
+from knowledge.selectors import skill_search as scoped_skill_search
 from knowledge.services import distill_session_skills, skill_record_outcome, skill_retire, skill_update
 from knowledge.skills import is_successful_step
+
+
+def skill_search(*args, **kwargs):
+    """The operator's view: these tests are about distilling and ranking, not teams."""
+    return scoped_skill_search(*args, scope=KnowledgeScope.ALL, **kwargs)
 
 
 def node(id, parent=0, *, transformation="vectorize_loads", advantage=0.4, speedup=1.8,

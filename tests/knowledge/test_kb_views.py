@@ -68,8 +68,8 @@ def test_upload_then_progress_fragment(kb, engineer, teams, django_capture_on_co
     assert "Ready" in done and "100%" in done and "hx-trigger" not in done
 
 
-def test_search_page(kb, viewer, ingest):
-    ingest("occ.md", GUIDE, hardware="mi300x", category="hardware-specific")
+def test_search_page(kb, viewer, ingest, teams):
+    ingest("occ.md", GUIDE, hardware="mi300x", category="hardware-specific", team=teams["alpha"])
     page = viewer.get(reverse("knowledge:search"), {"q": "how many wavefronts of the glorp kernel",
                                                     "hardware": "mi300x", "k": 3})
     html = page.content.decode()
@@ -78,7 +78,7 @@ def test_search_page(kb, viewer, ingest):
 
 
 def test_delete_needs_uploader(kb, viewer, engineer, teams, ingest, client):
-    document = ingest("occ.md", GUIDE)
+    document = ingest("occ.md", GUIDE, team=teams["alpha"])
     url = reverse("knowledge:document_delete", args=[document.pk])
     client.force_login(teams["users"][("alpha", "viewer")])
     assert client.post(url).status_code == 403
@@ -94,7 +94,7 @@ def test_skill_pages_edit_and_retire(kb, client, teams):
          "origin": {"transformation": "tile_rows", "params": {"BLOCK": 128}},
          "diagnostics": {"bottleneck": "compute"}, "integrity_flags": [], "family": "layernorm",
          "hardware": "h200", "session": "42"},
-    ])[0]
+    ], team=teams["alpha"])[0]
     client.force_login(teams["users"][("alpha", "viewer")])
     listing = client.get(reverse("knowledge:skill_list"), {"q": "tile_rows"}).content.decode()
     assert "tile_rows for layernorm kernels on h200" in listing

@@ -19,6 +19,7 @@ compared with a number is refused with a message instead of failing inside the d
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,10 @@ LOOKUPS = {"exact": lookups.Exact, "gt": lookups.GreaterThan, "gte": lookups.Gre
            "startswith": lookups.StartsWith, "endswith": lookups.EndsWith}
 SUPPORTED_FUNCTIONS = "contains, startswith, endswith, tolower, toupper"
 ORDERED_TYPES = {INT, FLOAT, STR, DATE}
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+# $top/$skip: beyond this no table has rows, and offsets stay far inside a 64-bit integer.
+MAX_PAGING_INT = 2 ** 53 - 1
+_DIGITS_RE = re.compile(r"[0-9]+")
 
 
 class ODataQueryError(ValueError):
@@ -108,6 +113,11 @@ def _parse_datetime(raw: str, pos: int) -> dt.datetime:
         raise ODataQueryError(f"$filter: {raw!r} at position {pos} is not a valid date/time.")
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
+    try:
+        value = value.astimezone(dt.timezone.utc)  # in UTC it must still be a valid date
+    except OverflowError:
+        raise ODataQueryError(f"$filter: {raw!r} at position {pos} is out of the range of "
+                              "dates (years 1 to 9999 in UTC).")
     return value
 
 
@@ -298,9 +308,18 @@ class _Parser:
             raise ODataQueryError(
                 f"$filter: '{column.name}' is {column.edm}; {_show(token)} at position "
                 f"{token.pos} is not a value of that type.")
-        if column.edm == INT and isinstance(token.value, float) and not token.value.is_integer():
-            return token.value  # 3.5 against an integer column is still a valid comparison
-        return token.value
+        value = token.value
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise ODataQueryError(
+                f"$filter: the number {value} at position {token.pos} is out of range "
+                f"(a 64-bit integer: {INT64_MIN} to {INT64_MAX}).")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ODataQueryError(
+                f"$filter: the number at position {token.pos} is out of range for a "
+                "double-precision value.")
+        if column.edm == INT and isinstance(value, float) and not value.is_integer():
+            return value  # 3.5 against an integer column is still a valid comparison
+        return value
 
 
 def _mirror(op: str) -> str:
@@ -362,6 +381,13 @@ def parse_orderby(text: str | None, entity: EntitySet) -> list[str]:
 def parse_nonnegative_int(name: str, text: str | None) -> int | None:
     if text is None or text == "":
         return None
-    if not text.isdigit():
-        raise ODataQueryError(f"{name} must be a non-negative integer, got {text!r}.")
-    return int(text)
+    # ASCII digits only (str.isdigit() also takes '²' and other digits int() refuses).
+    if _DIGITS_RE.fullmatch(text) is None:
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise ODataQueryError(f"{name} must be a non-negative integer, got {shown!r}.")
+    stripped = text.lstrip("0") or "0"
+    # Length first: int() of thousands of digits is slow, and refused past 4300 of them.
+    if len(stripped) > len(str(MAX_PAGING_INT)) or int(stripped) > MAX_PAGING_INT:
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise ODataQueryError(f"{name} must be at most {MAX_PAGING_INT}, got {shown}.")
+    return int(stripped)

@@ -8,12 +8,16 @@ per page however deep); with `$orderby` they continue at an offset. Either way t
 from __future__ import annotations
 
 import json
+import logging
 import re
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.db import DataError
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, HttpResponse
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import APIException
 from rest_framework.views import APIView
 
 from kernelhub.api.base import ApiViewMixin, IgnoreAcceptHeader
@@ -23,6 +27,7 @@ from kernelhub.api.odata.metadata import metadata_xml
 from kernelhub.api.odata.options import QueryOptions, read_options
 from kernelhub.api.scoping import visible_team_ids
 
+logger = logging.getLogger(__name__)
 JSON_TYPE = "application/json;odata.metadata=minimal;odata.streaming=true;charset=utf-8"
 DEFAULT_PAGE_SIZE = 2000
 MAX_PAGE_SIZE = 10000
@@ -43,7 +48,7 @@ def odata_error(message: str, status: int = 400, code: str = "BadRequest"):
 def page_size(request) -> int:
     size = getattr(settings, "KERNELHUB_ODATA_PAGE_SIZE", DEFAULT_PAGE_SIZE)
     prefer = request.headers.get("Prefer", "")
-    match = re.search(r"odata\.maxpagesize=(\d+)", prefer)
+    match = re.search(r"odata\.maxpagesize=(\d{1,9})\b", prefer)
     if match:
         size = min(int(match.group(1)), size)
     return max(1, min(size, MAX_PAGE_SIZE))
@@ -56,6 +61,22 @@ class ODataView(ApiViewMixin, APIView):
 
     def service_root(self, request) -> str:
         return request.build_absolute_uri("/odata/")
+
+    def handle_exception(self, exc):
+        """A refused query option is a 400; anything unexpected an OData-style 500 (logged),
+        never an HTML page: Power BI shows the message of a JSON error only."""
+        if isinstance(exc, ODataQueryError):
+            return odata_error(str(exc))
+        if isinstance(exc, (OverflowError, DataError)):
+            # A value the database cannot hold (e.g. a number past 64 bits): the client's.
+            logger.info("OData query value out of range: %s", exc)
+            return odata_error("A value in the query is out of range for the database.")
+        if isinstance(exc, (APIException, Http404, DjangoPermissionDenied)) or \
+                not isinstance(exc, Exception):
+            return super().handle_exception(exc)
+        logger.exception("OData request failed: %s", self.request.get_full_path()[:500])
+        return odata_error("Internal server error; it has been logged.", status=500,
+                           code="InternalServerError")
 
 
 @extend_schema(exclude=True)

@@ -17,8 +17,21 @@ class Command(BaseCommand):
         parser.add_argument("--hardware", default="", help="comma-separated tags, e.g. h100,sm90")
         parser.add_argument("--category", default=Category.GENERAL_OPTIMIZATION,
                             choices=Category.values)
+        parser.add_argument("--team", default=None, metavar="SLUG",
+                            help="the team the documents belong to; without it (and without "
+                                 "--shared) only staff see them until they are assigned")
+        parser.add_argument("--shared", action="store_true",
+                            help="visible to every team")
 
-    def handle(self, *args, paths, vendor, hardware, category, **options):
+    def handle(self, *args, paths, vendor, hardware, category, team=None, shared=False,
+               **options):
+        owner = None
+        if team:
+            from kernelhub.teams.models import Team
+
+            owner = Team.objects.filter(slug=team).first()
+            if owner is None:
+                raise CommandError(f"--team {team}: no team has that slug")
         files = []
         for raw in paths:
             path = Path(raw)
@@ -33,7 +46,7 @@ class Command(BaseCommand):
         for path in files:
             try:
                 document = document_ingest_file(path, category=category, vendor=vendor,
-                                                hardware=hardware)
+                                                hardware=hardware, team=owner, shared=shared)
             except KnowledgeInputError as exc:
                 failed += 1
                 self.stderr.write(f"SKIPPED {path}: {exc}")

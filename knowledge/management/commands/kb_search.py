@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from knowledge.errors import KnowledgeInputError
 from knowledge.models import Category
 from knowledge.retrieval import retrieve
+from knowledge.selectors import KnowledgeScope
 
 
 class Command(BaseCommand):
@@ -17,12 +18,23 @@ class Command(BaseCommand):
         parser.add_argument("--category", action="append", choices=Category.values,
                             help="repeat to allow several")
         parser.add_argument("--json", action="store_true")
+        parser.add_argument("--team", default=None, metavar="SLUG",
+                            help="answer as this team would (its documents and shared ones); "
+                                 "default: the whole knowledge base")
 
-    def handle(self, *args, question, k, hardware, category, json: bool, **options):
+    def handle(self, *args, question, k, hardware, category, json: bool, team=None, **options):
         if k < 1:
             raise CommandError("--k must be at least 1")
+        scope = KnowledgeScope.ALL
+        if team:
+            from kernelhub.teams.models import Team
+
+            found = Team.objects.filter(slug=team).first()
+            if found is None:
+                raise CommandError(f"--team {team}: no team has that slug")
+            scope = KnowledgeScope.for_teams([found.pk])
         try:
-            results = retrieve(question, hardware=hardware, categories=category, k=k)
+            results = retrieve(question, hardware=hardware, categories=category, k=k, scope=scope)
         except KnowledgeInputError as exc:
             raise CommandError(str(exc)) from None
         if json:

@@ -161,3 +161,62 @@ def coverage_flag(coverage: float | None, threshold: float, method: str) -> list
         "lazy.low_coverage",
         f"the candidate's own kernels account for {coverage:.0%} of {method}; at least "
         f"{threshold:.0%} is required (the rest ran in torch/library kernels)", severity="warning")]
+
+
+def check_torch_in_kernel(report: dict) -> list[IntegrityFlag]:
+    """Under the interpreter a kernel body is Python: torch compute inside it is not a kernel."""
+    ops: dict[str, int] = {}
+    for t in report.get("trials", []):
+        for name, count in (t.get("torch_in_kernel") or {}).items():
+            ops[name] = ops.get(name, 0) + count
+    if not ops:
+        return []
+    listed = ", ".join(f"{k} x{v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6])
+    return [IntegrityFlag("runtime.torch_in_kernel",
+                          f"torch operators ran inside a Triton kernel's body: {listed}")]
+
+
+def check_ghost_replay(ghost: dict | None) -> list[IntegrityFlag]:
+    """Outputs that stay right when every Triton launch does nothing were computed by
+    something else (torch by a side path, NumPy, cached state); so was a torch result that
+    already equals the answer (a kernel that only copies it out)."""
+    if not ghost:
+        return []
+    if not ghost.get("passed"):
+        if ghost.get("torch_results_matching"):
+            return [IntegrityFlag(
+                "runtime.torch_computed_result",
+                f"with every Triton launch a no-op, {ghost['torch_results_matching']} torch "
+                "operator result(s) already equal the reference output: torch computes the "
+                "answer and the kernels only move it")]
+        return []
+    return [IntegrityFlag(
+        "runtime.ghost_replay",
+        "with every Triton launch replaced by a no-op and fresh memory poisoned, the outputs "
+        "for unseen inputs were still correct: the candidate's kernels did not compute them")]
+
+
+def check_host_compute(report: dict) -> list[IntegrityFlag]:
+    """Tensors turned into NumPy arrays or Python lists inside forward: the host computed."""
+    reads: dict[str, int] = {}
+    for t in report.get("trials", []):
+        for name, count in (t.get("host_reads") or {}).items():
+            reads[name] = reads.get(name, 0) + count
+    if not reads:
+        return []
+    listed = ", ".join(f"Tensor.{k}() x{v}" for k, v in sorted(reads.items()))
+    return [IntegrityFlag("runtime.host_compute",
+                          f"forward moved tensors to host Python/NumPy outside any kernel: {listed}")]
+
+
+def check_dispatch_escapes(report: dict) -> list[IntegrityFlag]:
+    used: dict[str, int] = {}
+    sources = [*report.get("trials", []), report.get("ghost") or {}]
+    for t in sources:
+        for name, count in (t.get("dispatch_escapes") or {}).items():
+            used[name] = used.get(name, 0) + count
+    if not used:
+        return []
+    return [IntegrityFlag("runtime.dispatch_escape",
+                          "forward left the evaluator's torch dispatch modes (which count "
+                          f"torch's work) through {', '.join(sorted(used))}")]

@@ -9,14 +9,24 @@ inputs, and the graph is classified into one family:
 - ``matmul``: one matmul/linear/bmm over inputs or parameters (optionally transposed),
   followed by an epilogue of pointwise ops and reductions.
 
-Anything else raises `NotCoveredError` naming the ops that stopped it. The analysis runs the
-reference once on the problem's own inputs (the problem is trusted code, vetted on upload).
+Anything else raises `NotCoveredError` naming the ops that stopped it.
+
+The problem is untrusted code: tracing it (which runs `Model`, `get_inputs`, the forward)
+happens only inside the sandboxed probe (`search_engine.problem_probe --task analyze`, which
+calls `trace_module`). This process gets the op graph back as JSON (`analysis_to_json`),
+checks it strictly (`analysis_from_json`: known ops, dtypes and attributes, identifiers only
+where names reach generated code, references to earlier nodes only) and classifies it again
+itself, so the family is never taken on the child's word. `analyze` caches the probe's answer
+per source hash, so a search (and the coverage check before it) probes once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-import types
+import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,27 +82,82 @@ class Analysis:
         return [n.id for n in self.nodes.values() if node_id in n.refs()]
 
 
-def load_problem(problem_source: str) -> types.ModuleType:
-    module = types.ModuleType("kernelhub_problem")
-    exec(compile(problem_source, "problem.py", "exec"), module.__dict__)
-    for name in ("Model", "get_inputs", "get_init_inputs"):
-        if not hasattr(module, name):
-            raise NotCoveredError(f"the problem does not define {name}")
-    return module
+ANALYZE_TIMEOUT_S = 120.0
+ANALYZE_MEMORY_BYTES = 4 << 30
 
 
-def analyze(problem_source: str) -> Analysis:
-    from search_engine.problems import TORCH_RNG_LOCK
-
-    with TORCH_RNG_LOCK:  # it seeds and draws from torch's global generator
-        return _analyze(problem_source)
+class CoverageUnknown(NotCoveredError):
+    """The sandboxed analysis gave no usable answer (timeout, memory, a crash, a malformed
+    answer, no sandbox): coverage is unknown, not refused."""
 
 
-def _analyze(problem_source: str) -> Analysis:
+def analyze(problem_source: str, *, timeout_s: float = ANALYZE_TIMEOUT_S,
+            memory_bytes: int = ANALYZE_MEMORY_BYTES) -> Analysis:
+    """The problem's op graph, traced in the sandbox; NotCoveredError when not covered."""
+    payload = _probe_analysis(problem_source, timeout_s, memory_bytes)
+    if not payload["covered"]:
+        raise NotCoveredError(payload["message"], payload["ops"])
+    return analysis_from_json(payload["analysis"])
+
+
+_PROBED: OrderedDict[str, dict] = OrderedDict()  # source sha256 -> checked probe payload
+_PROBED_LOCK = threading.Lock()
+_PROBED_MAX = 256
+
+
+def _probe_analysis(problem_source: str, timeout_s: float, memory_bytes: int) -> dict:
+    from search_engine.problem_probe import ProbeFailed, error_text, run_probe
+
+    key = hashlib.sha256(problem_source.encode()).hexdigest()
+    with _PROBED_LOCK:
+        if key in _PROBED:
+            _PROBED.move_to_end(key)
+            return _PROBED[key]
+    try:
+        payload = run_probe(problem_source, "analyze", timeout_s=timeout_s,
+                            memory_bytes=memory_bytes).payload
+        if not payload["ok"]:
+            raise CoverageUnknown(f"coverage unknown: the problem failed while being "
+                                  f"analyzed: {error_text(payload)}")
+        checked = _check_payload(payload)
+    except ProbeFailed as exc:
+        raise CoverageUnknown(f"coverage unknown: the sandboxed analysis {exc}") from None
+    with _PROBED_LOCK:
+        _PROBED[key] = checked
+        while len(_PROBED) > _PROBED_MAX:
+            _PROBED.popitem(last=False)
+    return checked
+
+
+def _check_payload(payload: dict) -> dict:
+    covered = payload.get("covered")
+    if covered is True:
+        try:
+            analysis_from_json(payload.get("analysis"))  # CoverageUnknown when malformed
+        except CoverageUnknown:
+            raise
+        except NotCoveredError:
+            pass  # well-formed; `analyze` refuses it on every call, without probing again
+        return {"covered": True, "analysis": payload["analysis"]}
+    if covered is False:
+        message, ops = payload.get("message"), payload.get("ops")
+        if not isinstance(message, str) or not isinstance(ops, list) \
+                or not all(isinstance(o, str) for o in ops) or len(ops) > 1000:
+            raise CoverageUnknown("coverage unknown: the sandbox's answer is malformed")
+        return {"covered": False, "message": _clip(message, 2000),
+                "ops": [_clip(o, 200) for o in ops]}
+    raise CoverageUnknown("coverage unknown: the sandbox's answer is malformed")
+
+
+def trace_module(module) -> Analysis:
+    """Trace a loaded problem module. This RUNS the problem's code: only the sandboxed probe
+    (`search_engine.problem_probe`) calls it."""
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    module = load_problem(problem_source)
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise NotCoveredError(f"the problem does not define {name}")
     torch.manual_seed(0)
     model = module.Model(*module.get_init_inputs()).eval()
     inputs = list(module.get_inputs())
@@ -107,6 +172,176 @@ def _analyze(problem_source: str) -> Analysis:
         raise NotCoveredError(f"the reference Model did not run on get_inputs(): "
                               f"{type(exc).__name__}: {exc}") from exc
     return _Translator(graph_module, len(inputs)).run()
+
+
+# --- the op graph as JSON (written in the sandbox, checked here) -------------------------------
+
+DTYPE_NAMES = (
+    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
+    "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+    "float8_e5m2fnuz", "uint16", "uint32", "uint64",
+)
+OPS = UNARY | BINARY | REDUCTIONS | LEAVES | {"matmul", "transpose"}
+FAMILIES = ("elementwise", "rows", "matmul")
+_FLOAT_ATTRS = ("beta", "threshold", "alpha", "slope", "lo", "hi", "exponent")
+_DIM_ATTRS = ("dims", "in_shape")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+_PATH_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}|[0-9]{1,6}")
+_MAX_NODES = 20_000
+_MAX_RANK = 16
+_MAX_DIM = 1 << 48
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _dtype(name: Any) -> torch.dtype:
+    if not isinstance(name, str) or name not in DTYPE_NAMES:
+        raise _Malformed("an unknown dtype")
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise _Malformed(f"dtype {name} is not in this torch")
+    return value
+
+
+def analysis_to_json(an: Analysis) -> dict:
+    """What the sandbox sends back: the pruned graph and the names; the family, rows and
+    matmul fields are recomputed by the receiver (`analysis_from_json`)."""
+    nodes = []
+    for node in an.topo():
+        operands = [{"const": a.value} if isinstance(a, Const) else a for a in node.operands]
+        attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in node.attrs.items()}
+        nodes.append({"id": node.id, "op": node.op, "operands": operands, "attrs": attrs,
+                      "shape": list(node.shape), "dtype": _dtype_name(node.dtype)})
+    return {"nodes": nodes, "output": an.output, "input_count": an.input_count,
+            "op_names": list(an.op_names), "input_names": list(an.input_names),
+            "output_dtype": an.output_dtype}
+
+
+def analysis_from_json(data: Any) -> Analysis:
+    """Rebuild and classify an `Analysis` from the sandbox's JSON; raises CoverageUnknown
+    when anything is out of shape (it may have been written by hostile code), and
+    NotCoveredError when the graph does not fit a family."""
+    try:
+        if not isinstance(data, dict):
+            raise _Malformed("not an object")
+        raw_nodes = data.get("nodes")
+        if not isinstance(raw_nodes, list) or not 0 < len(raw_nodes) <= _MAX_NODES:
+            raise _Malformed("nodes")
+        nodes: dict[int, IRNode] = {}
+        for raw in raw_nodes:
+            node = _node_from_json(raw, nodes)
+            nodes[node.id] = node
+        output = _int_field(data.get("output"), "output")
+        if output not in nodes:
+            raise _Malformed("output")
+        input_count = _int_field(data.get("input_count"), "input_count", 4096)
+        op_names = _str_list(data.get("op_names"), "op_names", 200, _MAX_NODES)
+        input_names = _str_list(data.get("input_names"), "input_names", 100, 4096)
+        if not all(_NAME.fullmatch(n) for n in input_names):
+            raise _Malformed("input_names")
+        output_dtype = data.get("output_dtype")
+        if not isinstance(output_dtype, str) or not output_dtype.startswith("torch.") \
+                or output_dtype[len("torch."):] not in DTYPE_NAMES:
+            raise _Malformed("output_dtype")
+        _dtype(output_dtype[len("torch."):])
+    except _Malformed as exc:
+        raise CoverageUnknown(f"coverage unknown: the sandbox's op graph is malformed "
+                              f"({exc})") from None
+    try:
+        return classify(nodes, output, input_count, op_names, input_names, output_dtype)
+    except NotCoveredError:
+        raise
+    except Exception as exc:  # a well-typed but inconsistent graph (missing attrs, ...)
+        raise CoverageUnknown(f"coverage unknown: the sandbox's op graph is inconsistent "
+                              f"({type(exc).__name__})") from None
+
+
+def _node_from_json(raw: Any, earlier: dict[int, IRNode]) -> IRNode:
+    if not isinstance(raw, dict):
+        raise _Malformed("node")
+    node_id = _int_field(raw.get("id"), "node id", _MAX_NODES * 8)
+    if node_id in earlier or (earlier and node_id <= max(earlier)):
+        raise _Malformed("node ids out of order")
+    op = raw.get("op")
+    if op not in OPS:
+        raise _Malformed("an unknown op")
+    operands: list[Any] = []
+    raw_operands = raw.get("operands")
+    if not isinstance(raw_operands, list) or len(raw_operands) > 8:
+        raise _Malformed("operands")
+    for operand in raw_operands:
+        if isinstance(operand, dict) and set(operand) == {"const"}:
+            operands.append(Const(_float(operand["const"], "const")))
+        elif isinstance(operand, int) and not isinstance(operand, bool) and operand in earlier:
+            operands.append(operand)
+        else:
+            raise _Malformed("operand (references only earlier nodes)")
+    attrs = _attrs_from_json(raw.get("attrs"))
+    return IRNode(node_id, op, operands, attrs, _shape(raw.get("shape")), _dtype(raw.get("dtype")))
+
+
+def _attrs_from_json(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _Malformed("attrs")
+    attrs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _FLOAT_ATTRS:
+            attrs[key] = None if value is None else _float(value, key)
+        elif key in _DIM_ATTRS:
+            attrs[key] = _shape(value)
+        elif key == "keepdim" or key == "temp":
+            if not isinstance(value, bool):
+                raise _Malformed(key)
+            attrs[key] = value
+        elif key == "index":
+            if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value < 4096:
+                raise _Malformed("index")
+            attrs[key] = value
+        elif key == "path":
+            if not isinstance(value, str) or len(value) > 300 or \
+                    not all(_PATH_PART.fullmatch(p) for p in value.split(".")):
+                raise _Malformed("parameter path")
+            attrs[key] = value
+        else:
+            raise _Malformed("an unknown attribute")
+    return attrs
+
+
+def _int_field(value: Any, what: str, limit: int = _MAX_NODES * 8) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= limit:
+        raise _Malformed(what)
+    return value
+
+
+def _float(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Malformed(what)
+    return float(value)
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > _MAX_RANK or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= _MAX_DIM
+            for d in value):
+        raise _Malformed("shape")
+    return tuple(value)
+
+
+def _str_list(value: Any, what: str, max_chars: int, max_items: int) -> list[str]:
+    if not isinstance(value, list) or len(value) > max_items or not all(
+            isinstance(v, str) and len(v) <= max_chars for v in value):
+        raise _Malformed(what)
+    return list(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Malformed(Exception):
+    pass
 
 
 def _node_name(fx_node) -> str:
@@ -229,7 +464,8 @@ class _Translator:
         if not (hasattr(output_ref, "name") and isinstance(self.env.get(output_ref.name), int)):
             raise NotCoveredError("the offline synthesizer covers one tensor output only",
                                   ["multiple outputs"])
-        return _classify(self, self.env[output_ref.name])
+        return classify(self.nodes, self.env[output_ref.name], self.input_count,
+                        self.op_names, self.input_names, self.output_dtype)
 
     def _downstream_of_uncovered(self, fx_node) -> bool:
         return any(self.env.get(n.name, 0) is None for n in fx_node.all_input_nodes)
@@ -505,12 +741,14 @@ def _get_attr(module, target: str):
     return obj
 
 
-def _classify(tr: _Translator, output: int) -> Analysis:
-    nodes = _prune(tr.nodes, output)
+def classify(all_nodes: dict[int, IRNode], output: int, input_count: int,
+             op_names: list[str], input_names: list[str], output_dtype: str) -> Analysis:
+    """The family of the graph that computes `output` (pure: no problem code runs)."""
+    nodes = _prune(all_nodes, output)
     matmuls = [n for n in nodes.values() if n.op == "matmul"]
     reductions = [n for n in nodes.values() if n.op in REDUCTIONS]
-    analysis = Analysis("elementwise", nodes, output, tr.input_count, op_names=tr.op_names,
-                        input_names=tr.input_names, output_dtype=tr.output_dtype)
+    analysis = Analysis("elementwise", nodes, output, input_count, op_names=op_names,
+                        input_names=input_names, output_dtype=output_dtype)
     if len(matmuls) > 1:
         raise NotCoveredError("the offline synthesizer fuses one matmul per problem",
                               ["matmul (more than one)"])
@@ -634,4 +872,5 @@ def op_summary(analysis: Analysis) -> str:
     return " → ".join(ops)
 
 
-__all__ = ["Analysis", "IRNode", "Const", "analyze", "load_problem", "op_summary"]
+__all__ = ["Analysis", "IRNode", "Const", "CoverageUnknown", "analysis_from_json",
+           "analysis_to_json", "analyze", "classify", "op_summary", "trace_module"]

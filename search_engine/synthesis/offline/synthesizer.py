@@ -29,7 +29,11 @@ class OfflineSynthesizer:
         self._analyses: dict[str, Analysis | NotCoveredError] = {}
 
     def analysis(self, problem_source: str) -> Analysis:
-        """The problem's op graph (cached); raises NotCoveredError for uncovered problems."""
+        """The problem's op graph (cached); raises NotCoveredError for uncovered problems.
+
+        The graph is traced in the sandbox (`analysis.analyze` runs `problem_probe`) and only
+        its checked JSON comes back; `CoverageUnknown` (a NotCoveredError) when the sandbox
+        gave no usable answer."""
         key = hashlib.sha256(problem_source.encode()).hexdigest()
         if key not in self._analyses:
             try:

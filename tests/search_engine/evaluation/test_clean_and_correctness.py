@@ -1,3 +1,4 @@
+import shutil
 """End to end on the interpreter: clean kernels pass; wrong ones are `incorrect`;
 a degenerate reference is a problem defect."""
 
@@ -21,7 +22,10 @@ def test_clean_softmax_passes_with_interpreter_labels(clean_softmax_result):
     # reward: 0.5 + 0.5 * 1.0 (neutral interpreter speedup) + 0.5 * coverage
     assert r.reward == pytest.approx(0.5 + 0.5 + 0.5 * r.coverage)
     assert r.coverage > 0.9
-    assert r.isolation["process_group"] is True
+    assert {"backend", "user", "pid_namespace", "mount_namespace", "network_namespace",
+            "memory_limit", "layers_missing"} <= set(r.isolation)
+    if shutil.which("bwrap"):  # CI installs it: every layer must be there
+        assert r.isolation["layers_missing"] == [], r.isolation
 
 
 @pytest.mark.parametrize("name", ["layernorm", "gemm_bias_relu"])
@@ -72,7 +76,7 @@ def test_syntax_error_is_compile_error(run_eval):
 
 
 def test_import_error_is_compile_error_from_the_sandbox(run_eval):
-    r = run_eval("import no_such_module_xyz\n" + candidate("clean_softmax"))
+    r = run_eval("import no_such_module_xyz\n" + candidate("clean_softmax"), static_checks=False)
     assert r.status == "compile_error"
     assert "no_such_module_xyz" in r.message
 

@@ -42,12 +42,20 @@ def test_try_except_fallback_at_runtime_shows_no_own_kernel(run_eval):
     assert "runtime.no_own_kernel_launch" in checks(r)
 
 
-def test_decoy_kernel_beside_torch_work_is_rejected_lazy(run_eval):
-    r = run_eval(candidate("decoy_lazy"))
-    assert r.status == "rejected_lazy", r.message
+def test_decoy_kernel_beside_torch_work_is_caught_at_runtime_too(run_eval):
+    r = run_eval(candidate("decoy_lazy"), static_checks=False)
+    assert r.status == "hack_suspected", r.message
+    assert "runtime.ghost_replay" in checks(r)
     assert r.coverage < 0.3 and r.reward == 0
     assert r.diagnostics["coverage_method"].startswith("interpreter")
-    assert "exp" in r.diagnostics["torch_ops_bytes"] or r.diagnostics["torch_ops_bytes"]
+    assert r.diagnostics["torch_ops_bytes"]
+
+
+def test_kernel_doing_a_minor_share_is_rejected_lazy(run_eval):
+    r = run_eval(candidate("partial_lazy"), static_checks=False)
+    assert r.status == "rejected_lazy", r.message
+    assert r.coverage < 0.3 and r.reward == 0
+    assert "exp" in r.diagnostics["torch_ops_bytes"]
 
 
 def test_lazy_threshold_is_configurable():

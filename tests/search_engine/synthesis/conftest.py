@@ -10,14 +10,22 @@ from pathlib import Path
 import pytest
 import torch
 
-from search_engine.synthesis.offline.analysis import load_problem
-
 LIBRARY = Path(__file__).resolve().parents[3] / "search_engine" / "problems_library"
 _counter = itertools.count()
 
 
 def library_source(name: str) -> str:
     return (LIBRARY / f"{name}.py").read_text()
+
+
+def load_problem(problem_source: str):
+    """The test's own (trusted) problem as a module, in this process. The library never does
+    this: it runs problems only in the sandbox (search_engine.problem_probe)."""
+    import types
+
+    module = types.ModuleType("kernelhub_test_problem")
+    exec(compile(problem_source, "problem.py", "exec"), module.__dict__)
+    return module
 
 
 def run_candidate(problem_source: str, candidate_source: str, tmp_path: Path, seed: int = 1):

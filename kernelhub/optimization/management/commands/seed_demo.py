@@ -66,8 +66,10 @@ class Command(BaseCommand):
             if Problem.objects.filter(team=None, name=name).exists():
                 continue
             try:
+                # Coverage is computed in the background on the first page that shows it
+                # (this command's process would end before a background thread finished).
                 problem_create(name=name, source=path.read_text(), team=None,
-                               family=family_of(path))
+                               family=family_of(path), request_offline_coverage=False)
                 self.stdout.write(f"problem loaded: {name}")
             except ValidationError as exc:
                 self.stderr.write(f"problem {name} skipped: {'; '.join(exc.messages)}")
