@@ -638,7 +638,7 @@ class _Plan:
         if not os.path.exists(sys.executable) or not _under(sys.executable, bound):
             ro(os.path.dirname(sys.executable))
         mount("--ro-bind", str(PACKAGE_DIR), str(PACKAGE_DIR))
-        for p in self.extra_ro_paths:
+        for p in (*self.extra_ro_paths, *_toolchain_dirs()):
             ro(p)
         if self.gpu:
             for dev in sorted(Path("/dev").glob("nvidia*")):
@@ -660,6 +660,23 @@ class _Plan:
 
 def _under(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+@functools.lru_cache(maxsize=1)
+def _toolchain_dirs() -> tuple[str, ...]:
+    """The C compiler's install tree (Triton builds its launcher with it on first use):
+    `/opt/gcc` for `/opt/gcc/bin/gcc`; nothing extra for compilers under /usr."""
+    dirs = []
+    for name in (os.environ.get("CC", ""), os.environ.get("CXX", ""), "cc", "gcc", "g++"):
+        found = shutil.which(name) if name else None
+        if not found:
+            continue
+        for path in {found, os.path.realpath(found)}:
+            bin_dir = os.path.dirname(path)
+            root = os.path.dirname(bin_dir) if os.path.basename(bin_dir) == "bin" else bin_dir
+            if root not in ("/", "/usr") and not root.startswith("/usr/") and root not in dirs:
+                dirs.append(root)
+    return tuple(dirs)
 
 
 @functools.lru_cache(maxsize=1)

@@ -52,7 +52,7 @@ def test_clean_kernel_is_correct_and_timed_on_gpu(clean_result):
 
 
 def test_non_default_stream_cannot_hide_work(clean_result):
-    r = _evaluate((CANDIDATES / "side_stream.py").read_text())
+    r = _evaluate((CANDIDATES / "side_stream.py").read_text(), static_checks=False)
     checks = {f.check for f in r.integrity_flags}
     assert "runtime.non_default_stream" in checks, r.integrity_flags
     # The device-wide sync keeps the side stream's kernel inside the measured interval.
@@ -61,7 +61,7 @@ def test_non_default_stream_cannot_hide_work(clean_result):
 
 EXPECTED_ON_GPU = {
     "clean_softmax": "correct",
-    "side_stream": "correct",  # correct values; timed without hiding the side stream
+    "side_stream": "hack_suspected",  # streams belong to the evaluator (allow-list)
     "result_reuse": "hack_suspected",
     "timing_cache": "hack_suspected",
     "input_zeroing": "hack_suspected",
@@ -136,6 +136,7 @@ EXPECTED_AT_RUNTIME_ON_GPU = {
     "runtime/tensor_subclass": {"incorrect"},
     "runtime/reads_reference": {"compile_error"},
     "runtime/reused_output_buffer": {"correct"},
+    "side_stream": {"correct"},  # correct values; timed without hiding the side stream
     "partial_lazy": {"rejected_lazy"},
     "decoy_lazy": {"hack_suspected"},
 }
