@@ -10,7 +10,13 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 
+from kernelhub.charts import figure_json
 from kernelhub.optimization.models import HardwareTarget, SearchSession
+from kernelhub.optimization.selectors import (
+    approved_speedups_for_user,
+    evaluations_per_day_for_user,
+    session_bests_for_user,
+)
 from kernelhub.optimization.selectors import session_list_for_user
 from kernelhub.review.selectors import approved_kernels_for_user, review_queue_for_user
 from kernelhub.teams.selectors import team_list_for_user, teams_where_user_can
@@ -20,13 +26,11 @@ WORKER_STATUS_CACHE_S = 5
 SEARCH_QUEUE = "search"
 
 
-def knowledge_size() -> dict:
-    """Documents and skills in the knowledge base (0 before the app has any)."""
-    try:
-        from knowledge.selectors import knowledge_stats
-    except ImportError:
-        return {"documents": 0, "chunks": 0, "skills": 0}
-    return knowledge_stats()
+def knowledge_size(user: AbstractBaseUser) -> dict:
+    """Documents, chunks and skills of the knowledge base that `user` may read."""
+    from knowledge.selectors import KnowledgeScope, knowledge_stats
+
+    return knowledge_stats(scope=KnowledgeScope.for_user(user))
 
 
 def worker_status(timeout_s: float = 0.5) -> dict:
@@ -112,7 +116,18 @@ def dashboard_summary(user: AbstractBaseUser) -> dict:
         "finished_sessions": sessions.exclude(status__in=SearchSession.ACTIVE_STATUSES)[:20],
         "approved_kernels": approved_kernels_for_user(user)[:10],
         "review_queue_count": review_queue_for_user(user).count(),
-        "knowledge": knowledge_size(),
+        "knowledge": knowledge_size(user),
         "worker_status": worker_status(),
         "can_launch": bool(teams_where_user_can(user, "launch")),
+    }
+
+
+def dashboard_charts(user: AbstractBaseUser) -> dict:
+    """The dashboard's Plotly figures as JSON (None where there is nothing to draw yet)."""
+    from kernelhub import charts
+
+    return {
+        "approved": figure_json(charts.approved_kernels_figure(approved_speedups_for_user(user))),
+        "evaluations": figure_json(charts.evaluations_figure(evaluations_per_day_for_user(user))),
+        "best": figure_json(charts.best_over_time_figure(session_bests_for_user(user))),
     }

@@ -184,8 +184,23 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # --- LLM: offline synthesizer unless an OpenAI-compatible endpoint is configured ------------
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
-KERNELHUB_LLM_MODEL = env_str("KERNELHUB_LLM_MODEL", "gpt-4o-mini")
+# One setting for the model(s): LLM_MODEL (aliases KERNELHUB_LLM_MODEL, OPENAI_MODEL, read in
+# that order, as search_engine.synthesis.endpoints.MODEL_ENV_NAMES). Several, comma separated
+# (each may be MODEL@BASE_URL), are spread by a bandit on yield per cost.
+LLM_MODEL = (env_str("LLM_MODEL") or env_str("KERNELHUB_LLM_MODEL") or env_str("OPENAI_MODEL")
+             or "gpt-4o-mini")
+KERNELHUB_LLM_MODEL = LLM_MODEL.split(",")[0].split("@")[0].strip()  # alias: the first model
 LLM_CONFIGURED = bool(OPENAI_BASE_URL or OPENAI_API_KEY)
+# USD per million tokens, "model=in:out, other=in:out", over the table of known models in
+# search_engine/synthesis/pricing.py. A session with a cost budget needs a price.
+KERNELHUB_LLM_PRICES = env_str("KERNELHUB_LLM_PRICES")
+KERNELHUB_LLM_TIMEOUT_S = env_float("KERNELHUB_LLM_TIMEOUT_S", 120.0)  # per request
+KERNELHUB_LLM_RETRIES = env_int("KERNELHUB_LLM_RETRIES", 4)  # per request: timeouts, 429, 5xx
+KERNELHUB_LLM_BACKOFF_S = env_float("KERNELHUB_LLM_BACKOFF_S", 1.0)  # first wait; doubles
+KERNELHUB_LLM_CONTEXT_TOKENS = env_int("KERNELHUB_LLM_CONTEXT_TOKENS", 32_000)
+KERNELHUB_LLM_MAX_ANSWER_CHARS = env_int("KERNELHUB_LLM_MAX_ANSWER_CHARS", 60_000)
+# An endpoint outage pauses the session; it tries again after this long (doubling, to 300 s).
+KERNELHUB_LLM_OUTAGE_RETRY_S = env_float("KERNELHUB_LLM_OUTAGE_RETRY_S", 30.0)
 
 # --- auth ------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -230,6 +245,15 @@ def _plotly_bundle_dir() -> str:
 STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", _plotly_bundle_dir())]
 STATIC_ROOT = KERNELHUB_DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
+# Static files: WhiteNoise (in MIDDLEWARE, so it serves under Daphne through the ASGI app as
+# well as under WSGI) with compressed (gzip + brotli), content-hashed copies written by
+# `collectstatic`. Hashed names are cached for a year ("immutable"); kernelhub.staticfiles
+# uses them whenever a manifest exists, DEBUG or not (see there).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "kernelhub.staticfiles.KernelHubStaticFilesStorage"},
+}
+WHITENOISE_MAX_AGE = env_int("WHITENOISE_MAX_AGE", 0 if DEBUG else 3600)  # unhashed names
 MEDIA_ROOT = KERNELHUB_DATA_DIR / "media"
 MEDIA_URL = "media/"
 
@@ -255,10 +279,6 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_CONTENT_TYPE_NOSNIFF = True
-    STORAGES = {
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
-    }
 
 LOGGING = {
     "version": 1,

@@ -4,10 +4,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from kernelhub import views
+from kernelhub.optimization import views as optimization_views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
+    path("problems/", optimization_views.problem_list, name="problem_list"),
+    path("problems/<int:pk>/", optimization_views.problem_detail, name="problem_detail"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -2,13 +2,14 @@
 
 from django.contrib.auth.decorators import login_required
 from django.db import connection
-from django.http import HttpResponseServerError, JsonResponse
+from django.http import HttpResponsePermanentRedirect, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
+from django.templatetags.static import static
 from django.views import defaults
 from django.views.decorators.http import require_GET
 
-from kernelhub.dashboard import dashboard_summary
+from kernelhub.dashboard import dashboard_charts, dashboard_summary
 
 
 @require_GET
@@ -23,9 +24,16 @@ def healthz(request):
     return JsonResponse({"status": "ok", "database": "ok"})
 
 
+@require_GET
+def favicon(request):
+    """Browsers ask for /favicon.ico whatever the page says; send them to the hashed SVG."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 @login_required
 def dashboard(request):
-    return render(request, "dashboard.html", dashboard_summary(request.user))
+    return render(request, "dashboard.html", {**dashboard_summary(request.user),
+                                              "charts": dashboard_charts(request.user)})
 
 
 # --- error pages (used whenever DEBUG is off: never Django's debug page) -----------------

@@ -1,10 +1,19 @@
-"""The search's door to the knowledge base: a ContextProvider over manuals and skills."""
+"""The search's door to the knowledge base: a ContextProvider over manuals and skills.
+
+The search asks by category in the shared vocabulary of search_engine/search/categories.py,
+which `knowledge.models.Category` stores (a test fails when they drift); a category outside
+it is dropped with a warning rather than failing the whole retrieval.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from search_engine.protocols import ContextPassage
+from search_engine.search.categories import unknown as unknown_categories
+
+logger = logging.getLogger(__name__)
 
 # Words that pull the pages a bottleneck needs: a memory-bound kernel wants the memory
 # hierarchy, a compute-bound one the matrix units.
@@ -56,6 +65,11 @@ class KnowledgeContextProvider:
                  categories: list[str] | None = None, k: int = 5) -> list[ContextPassage]:
         from knowledge.selectors import passage_search, skill_search
 
+        if categories and unknown_categories(categories):
+            logger.warning("dropping unknown knowledge categories %s",
+                           unknown_categories(categories))
+            categories = [c for c in categories if c not in unknown_categories(categories)]
+            categories = categories or None
         passages = [
             ContextPassage(
                 text=c.text, document=c.document, score=c.score, page=c.page, section=c.section,

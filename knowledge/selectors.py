@@ -160,3 +160,23 @@ def skill_search(query: str, *, scope: KnowledgeScope, hardware: str | None = No
     hits = [(int(id_.removeprefix("skill-")), score) for id_, score in hits if score >= min_similarity]
     skills = active.in_bulk([skill_id for skill_id, _ in hits])  # the database has the last word
     return [(skills[i], score) for i, score in hits if i in skills]
+
+
+# --- the dashboard's summary ---------------------------------------------------------------------
+
+def knowledge_stats(*, scope: KnowledgeScope) -> dict:
+    """{"documents", "ready", "chunks", "skills"} visible in `scope` (the dashboard's card).
+
+    Same rule as every read here: the scope's teams, shared rows, and (staff) rows of no
+    team. `documents` counts every upload in scope, `ready` the indexed ones; `chunks` are
+    those of documents in scope; retired skills are not counted."""
+    from django.db.models import Count
+
+    documents = Document.objects.filter(scope.q())
+    counts = documents.aggregate(documents=Count("pk"), ready=Count(
+        "pk", filter=Q(status=Document.Status.READY)))
+    return {
+        "documents": counts["documents"], "ready": counts["ready"],
+        "chunks": Chunk.objects.filter(document__in=documents).count(),
+        "skills": Skill.objects.filter(scope.q(), retired=False).count(),
+    }

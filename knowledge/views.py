@@ -17,6 +17,7 @@ from kernelhub.teams.selectors import teams_where_user_can, user_can_upload
 from knowledge import selectors, services
 from knowledge.errors import KnowledgeInputError
 from knowledge.forms import DocumentUploadForm, SearchForm, SkillForm
+from knowledge.fusion import RRF_K
 from knowledge.selectors import KnowledgeScope
 
 
@@ -84,19 +85,35 @@ def document_upload(request):
 @login_required
 def document_detail(request, pk: int):
     document = selectors.document_get(scope=_scope(request), document_id=pk)
-    return render(request, "knowledge/document_detail.html", {
+    return render(request, "knowledge/document_detail.html",
+                  _document_context(request, document))
+
+
+def _document_context(request, document) -> dict:
+    return {
         "document": document,
         "chunks": selectors.chunk_list(document)[:200],
         "can_upload": services.user_may(request.user, document.team, "upload"),
         "can_share": services.user_may(request.user, document.team, "manage"),
-    })
+    }
 
 
 @login_required
 def document_progress(request, pk: int):
-    """The progress fragment; htmx polls it until the document is ready or failed."""
+    """The progress fragment; htmx polls it until the document is ready or failed.
+
+    Polled from the document's page (`?detail=1`), the last answer replaces the whole page
+    body instead (title, chunks and Delete appear without a reload) and clears the
+    "indexing has started" message."""
     document = selectors.document_get(scope=_scope(request), document_id=pk)
-    return render(request, "knowledge/partials/document_progress.html", {"document": document})
+    if document.is_finished and request.GET.get("detail") and request.htmx:
+        response = render(request, "knowledge/partials/document_body.html", {
+            **_document_context(request, document), "finished_now": True})
+        response["HX-Retarget"] = "#kb-document"
+        response["HX-Reswap"] = "outerHTML"
+        return response
+    return render(request, "knowledge/partials/document_progress.html",
+                  {"document": document, "on_detail": bool(request.GET.get("detail"))})
 
 
 @login_required
@@ -138,8 +155,30 @@ def search(request):
             error = str(exc)
         skills = selectors.skill_search(form.cleaned_data["q"], scope=scope,
                                         hardware=form.cleaned_data["hardware"] or None, k=3)
-    return render(request, "knowledge/search.html",
-                  {"form": form, "results": results, "skills": skills, "error": error})
+    rows = [{"r": r, **match_strength(r.score)} for r in results]
+    return render(request, "knowledge/search.html", {
+        "form": form, "results": rows, "skills": skills, "error": error,
+        "weak": bool(rows) and all(row["weak"] for row in rows)})
+
+
+# A passage ranked first by both the word (BM25) and the meaning (vector) search scores
+# 2 / (RRF_K + 1): the most reciprocal-rank fusion gives. Found by one search only, it scores
+# at most half of that.
+BEST_FUSED_SCORE = 2.0 / (RRF_K + 1)
+WEAK_BELOW = 0.55
+
+
+def match_strength(score: float) -> dict:
+    """A fused score as a reader takes it: relevance in % of the best possible, and a word."""
+    relevance = max(0.0, min(1.0, score / BEST_FUSED_SCORE))
+    if relevance >= 0.8:
+        word = "strong match"
+    elif relevance >= WEAK_BELOW:
+        word = "good match"
+    else:
+        word = "weak match"
+    return {"relevance": round(relevance * 100), "strength": word,
+            "weak": relevance < WEAK_BELOW}
 
 
 @login_required

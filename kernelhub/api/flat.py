@@ -14,9 +14,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from django.db.models import Expression, F, FloatField, Func, IntegerField, QuerySet, TextField
+from django.db.models import (
+    Expression,
+    F,
+    FloatField,
+    Func,
+    IntegerField,
+    QuerySet,
+    TextField,
+    Value,
+)
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast, Coalesce, NullIf
 
 from kernelhub.api.models import Evaluation
 from kernelhub.optimization.models import Candidate, SearchSession
@@ -49,7 +58,18 @@ def json_text(field_path: str, *keys: str) -> Expression:
 
 
 def json_float(field_path: str, *keys: str) -> Expression:
-    return Cast(json_text(field_path, *keys), FloatField())  # text -> number on both backends
+    """The number at `keys`, NULL where the key is missing or JSON null. (SQLite's text of a
+    JSON null is 'null', which casts to 0.0: an untimed baseline exported as "0.0".)"""
+    text = NullIf(NullIf(json_text(field_path, *keys), Value("null")), Value(""))
+    return Cast(text, FloatField())  # text -> number on both backends
+
+
+def problem_family(problem_path: str) -> Expression:
+    """The problem's family, else the family the offline coverage analysis found (what the
+    pages show: kernelhub.optimization.selectors.problem_family); "" when neither is known."""
+    return Coalesce(NullIf(F(problem_path + "family"), Value("")),
+                    NullIf(F(problem_path + "offline_coverage_family"), Value("")),
+                    Value(""), output_field=TextField())
 
 
 def timing_ms(field_path: str, which: str) -> Expression:
@@ -150,7 +170,7 @@ KERNELS = EntitySet(
         Column("session_id", INT, C + "session_id", nullable=False),
         Column("team", STR, "team__name", nullable=False),
         Column("problem", STR, S + "problem__name", nullable=False),
-        Column("family", STR, S + "problem__family"),
+        Column("family", STR, problem_family(S + "problem__")),
         Column("hardware", STR, "hardware__name", nullable=False),
         Column("precision_policy", STR, S + "precision_policy"),
         Column("strategy", STR, S + "strategy"),
@@ -180,7 +200,7 @@ SESSIONS = EntitySet(
         Column("id", INT, "id", nullable=False),
         Column("team", STR, "team__name", nullable=False),
         Column("problem", STR, "problem__name", nullable=False),
-        Column("family", STR, "problem__family"),
+        Column("family", STR, problem_family("problem__")),
         Column("hardware", STR, "hardware__name", nullable=False),
         Column("strategy", STR, "strategy", nullable=False),
         Column("synthesizer", STR, "synthesizer", nullable=False),
@@ -210,7 +230,7 @@ CANDIDATES = EntitySet(
         Column("depth", INT, "depth", nullable=False),
         Column("team", STR, "session__team__name", nullable=False),
         Column("problem", STR, "session__problem__name", nullable=False),
-        Column("family", STR, "session__problem__family"),
+        Column("family", STR, problem_family("session__problem__")),
         Column("hardware", STR, "session__hardware__name", nullable=False),
         Column("strategy", STR, "session__strategy", nullable=False),
         Column("synthesizer", STR, json_text("origin", "synthesizer")),

@@ -21,6 +21,7 @@ from pathlib import Path
 from django.utils import timezone
 
 import kernelhub
+from kernelhub.optimization.selectors import problem_family
 from kernelhub.review.models import Review
 from search_engine.evaluation.tolerances import precision_class, tolerance_for
 
@@ -44,7 +45,7 @@ def kernel_metrics(review: Review) -> dict:
         "session_id": session.pk,
         "team": review.team.name,
         "problem": problem.name,
-        "family": problem.family,
+        "family": problem_family(problem),
         "problem_sha256": problem.source_sha256,
         "dtype": problem.dtype,
         "hardware": review.hardware.name,

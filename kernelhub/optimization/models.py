@@ -132,7 +132,13 @@ class SearchSession(models.Model):
     status_message = models.TextField(blank=True)
     baseline = models.JSONField(default=dict, blank=True)  # eager / compile timings of the root
     evaluated_count = models.PositiveIntegerField(default=0)
-    llm_cost_usd = models.FloatField(default=0.0)
+    llm_cost_usd = models.FloatField(default=0.0)  # every request's, rejected ones too
+    llm_prompt_tokens = models.PositiveBigIntegerField(default=0)
+    llm_completion_tokens = models.PositiveBigIntegerField(default=0)
+    llm_requests = models.PositiveIntegerField(default=0)
+    # While paused for an LLM endpoint outage: {"status_code", "error", "failures",
+    # "retry_in_s", "since"}; empty otherwise. The loop resumes by itself.
+    llm_outage = models.JSONField(default=dict, blank=True)
     best_candidate = models.ForeignKey(
         "Candidate", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -189,6 +195,7 @@ class Candidate(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cost_usd = models.FloatField(default=0.0)
+    llm_model = models.CharField(max_length=200, blank=True)  # which model wrote it
     created_at = models.DateTimeField(auto_now_add=True)
     evaluated_at = models.DateTimeField(null=True, blank=True)
 

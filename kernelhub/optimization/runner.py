@@ -23,7 +23,9 @@ from django.utils import timezone
 
 from kernelhub.optimization.events import publish_session_event
 from kernelhub.optimization.models import Candidate, SearchSession
-from kernelhub.optimization.services import session_set_status
+from kernelhub.optimization.services import (
+    session_add_llm_usage, session_llm_outage, session_set_status,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -84,14 +86,29 @@ def wait_for_session(session_id: int, timeout_s: float) -> bool:
 
 def make_synthesizer(session: SearchSession):
     if session.synthesizer == SearchSession.SynthesizerKind.LLM:
-        from search_engine.synthesis.llm import LLMConfig, LLMSynthesizer
+        from search_engine.synthesis.endpoints import (
+            make_llm_synthesizer, parse_models, unpriced_models,
+        )
+        from search_engine.synthesis.pricing import parse_prices
 
         if not settings.LLM_CONFIGURED:
             raise ValueError("the LLM synthesizer needs OPENAI_BASE_URL or OPENAI_API_KEY")
-        return LLMSynthesizer(LLMConfig(
-            base_url=settings.OPENAI_BASE_URL or "https://api.openai.com/v1",
-            model=settings.KERNELHUB_LLM_MODEL, api_key=settings.OPENAI_API_KEY or "none",
-        ))
+        # a session may name its own models (config "llm_models"), else the setting's
+        models = parse_models((session.config or {}).get("llm_models") or settings.LLM_MODEL)
+        prices = parse_prices(settings.KERNELHUB_LLM_PRICES)
+        unpriced = unpriced_models(models, prices)
+        if session.budget_cost_usd and unpriced:
+            raise ValueError(f"a cost budget needs a price for {', '.join(unpriced)}: set "
+                             "KERNELHUB_LLM_PRICES (MODEL=IN:OUT, USD per million tokens)")
+        return make_llm_synthesizer(
+            settings.OPENAI_BASE_URL or "https://api.openai.com/v1",
+            [f"{m}@{u}" if u else m for m, u in models],
+            api_key=settings.OPENAI_API_KEY or "none", prices=prices,
+            timeout_s=settings.KERNELHUB_LLM_TIMEOUT_S,
+            max_transport_retries=settings.KERNELHUB_LLM_RETRIES,
+            backoff_s=settings.KERNELHUB_LLM_BACKOFF_S,
+            context_tokens=settings.KERNELHUB_LLM_CONTEXT_TOKENS,
+            max_answer_chars=settings.KERNELHUB_LLM_MAX_ANSWER_CHARS)
     from search_engine.synthesis.offline import OfflineSynthesizer
 
     return OfflineSynthesizer()
@@ -112,13 +129,16 @@ def make_search_config(session: SearchSession):
 
     extra = {k: v for k, v in (session.config or {}).items()
              if k in ("children_per_step", "max_in_flight", "plateau_window", "plateau_epsilon",
-                      "gamma", "context_k", "ordered", "policy_options")}
+                      "gamma", "context_k", "ordered", "policy_options", "outage_retry_s",
+                      "outage_max_retry_s")}
+    extra.setdefault("outage_retry_s", settings.KERNELHUB_LLM_OUTAGE_RETRY_S)
     return SearchConfig(
         strategy=session.strategy, budget=session.budget_evaluations, seed=session.seed,
         max_seconds=session.budget_minutes * 60.0,
         max_cost_usd=session.budget_cost_usd or None,
         precision_policy=session.precision_policy,
-        eval_timeout_s=settings.KERNELHUB_EVAL_TIMEOUT_S, **extra,
+        eval_timeout_s=settings.KERNELHUB_EVAL_TIMEOUT_S, family=session.problem.family,
+        spent_cost_usd=session.llm_cost_usd, **extra,
     )
 
 
@@ -165,12 +185,11 @@ class SessionRecorder:
                 "prompt_tokens": int(usage.get("prompt_tokens") or 0),
                 "completion_tokens": int(usage.get("completion_tokens") or 0),
                 "cost_usd": float(usage.get("cost_usd") or 0.0),
+                "llm_model": str((node.get("origin") or {}).get("model") or "")[:200],
             },
         )
         self.pks[int(node["id"])] = candidate.pk
-        if usage.get("cost_usd"):
-            SearchSession.objects.filter(pk=self.session.pk).update(
-                llm_cost_usd=F("llm_cost_usd") + float(usage["cost_usd"]))
+        session_add_llm_usage(self.session, usage)
         publish_session_event(self.session, "node_created", self.compact(node, candidate.pk))
 
     def on_node_evaluated(self, node: dict) -> None:
@@ -206,10 +225,20 @@ class SessionRecorder:
             best_speedup_vs_compile=best.get("speedup_vs_compile"))
         publish_session_event(self.session, "best_improved", {**best, "candidate_pk": pk})
 
+    def on_synthesis_failed(self, payload: dict) -> None:
+        """An expansion gave no candidate: its tokens and cost still count."""
+        session_add_llm_usage(self.session, payload.get("usage") or {})
+
     def on_status_changed(self, payload: dict) -> None:
         # Pause and resume were already stored and published by the service that asked
-        # for them; the engine's start and its end are recorded here.
+        # for them; the engine's start, its end and its outage pauses are recorded here.
         self.engine_status = payload.get("status", "")
+        if payload.get("outage"):
+            session_llm_outage(self.session, payload["outage"], payload.get("reason", ""))
+            return
+        if payload.get("outage_over"):
+            session_llm_outage(self.session, None, payload.get("reason", ""))
+            return
         if self.engine_status == "running" and self.session.status != SearchSession.Status.RUNNING:
             self.session.refresh_from_db(fields=["status"])
             if self.session.status == SearchSession.Status.QUEUED:
@@ -261,8 +290,11 @@ class ControlWatcher(threading.Thread):
     def tick(self) -> None:
         close_old_connections()
         SearchSession.objects.filter(pk=self.session_id).update(heartbeat_at=timezone.now())
-        status = SearchSession.objects.values_list("status", flat=True).get(pk=self.session_id)
-        if status == SearchSession.Status.PAUSED:
+        status, outage = SearchSession.objects.values_list("status", "llm_outage").get(
+            pk=self.session_id)
+        if status == SearchSession.Status.PAUSED and outage:
+            pass  # the loop paused itself for an endpoint outage and resumes by itself
+        elif status == SearchSession.Status.PAUSED:
             self.runner.pause()
         elif status == SearchSession.Status.RUNNING:
             self.runner.resume()
@@ -308,6 +340,7 @@ def build_runner(session: SearchSession):
 
 
 def finish_session(session: SearchSession, outcome) -> None:
+    SearchSession.objects.filter(pk=session.pk).exclude(llm_outage={}).update(llm_outage={})
     session.refresh_from_db()
     if session.status == SearchSession.Status.CANCELLED:
         final, reason = session.status, session.status_message or outcome.reason

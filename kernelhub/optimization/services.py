@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from kernelhub.optimization.events import publish_session_event
@@ -245,6 +245,32 @@ def session_set_status(session: SearchSession, status: str, message: str = "") -
     return session
 
 
+def session_add_llm_usage(session: SearchSession, usage: dict) -> None:
+    """Count one expansion's LLM tokens and cost on the session (rejected attempts too)."""
+    if not usage:
+        return
+    SearchSession.objects.filter(pk=session.pk).update(
+        llm_cost_usd=F("llm_cost_usd") + float(usage.get("cost_usd") or 0.0),
+        llm_prompt_tokens=F("llm_prompt_tokens") + int(usage.get("prompt_tokens") or 0),
+        llm_completion_tokens=F("llm_completion_tokens")
+        + int(usage.get("completion_tokens") or 0),
+        llm_requests=F("llm_requests") + int(usage.get("requests") or 0))
+
+
+def session_llm_outage(session: SearchSession, outage: dict | None, reason: str) -> SearchSession:
+    """The loop paused for an LLM endpoint outage (`outage`: status code, error, next retry)
+    or resumed after one (`outage=None`); the reason and HTTP status show on the page."""
+    session.refresh_from_db(fields=["status"])
+    if not session.is_active:
+        return session
+    session.llm_outage = dict(outage or {})
+    SearchSession.objects.filter(pk=session.pk).update(llm_outage=session.llm_outage)
+    status = SearchSession.Status.PAUSED if outage else SearchSession.Status.RUNNING
+    if outage is None and session.status == SearchSession.Status.RUNNING:
+        return session  # a user resumed it already
+    return session_set_status(session, status, reason)
+
+
 def _require_launch_permission(session: SearchSession, user: AbstractBaseUser) -> None:
     if not user_can(user, session.team, "launch"):
         raise PermissionDenied("Only engineers and admins of the team control sessions.")
@@ -274,6 +300,9 @@ def session_resume(session: SearchSession, user: AbstractBaseUser) -> SearchSess
     _require_launch_permission(session, user)
     if session.status != SearchSession.Status.PAUSED:
         raise ValidationError(f"Only a paused session can be resumed; this one is {session.status}.")
+    if session.llm_outage:  # paused for an outage: resuming asks the endpoint again now
+        SearchSession.objects.filter(pk=session.pk).update(llm_outage={})
+        session.llm_outage = {}
     session = session_set_status(session, SearchSession.Status.RUNNING, f"resumed by {user}")
     if not session_loop_alive(session):
         launch_session(session)

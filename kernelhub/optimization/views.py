@@ -20,9 +20,15 @@ from pygments.lexers import DiffLexer, PythonLexer
 from kernelhub.optimization import services
 from kernelhub.optimization.forms import SessionForm
 from kernelhub.optimization.models import Problem, SearchSession
+from kernelhub import charts
 from kernelhub.optimization.selectors import (
     candidate_get_for_user,
+    candidate_roofline_points,
+    problem_family,
     problem_get_for_user,
+    problem_list_with_stats_for_user,
+    problem_sessions_for_user,
+    session_best_series,
     session_get_for_user,
     session_list_for_user,
 )
@@ -52,6 +58,33 @@ def offline_coverage(problem: Problem) -> dict:
 
 # The computation itself (sandboxed analysis, JSON answer), for callers and tests.
 _offline_coverage_uncached = services.offline_coverage_of_source
+
+
+# --- problems ---------------------------------------------------------------------------------
+
+@login_required
+@require_GET
+def problem_list(request):
+    problems = list(problem_list_with_stats_for_user(request.user))
+    for problem in problems:
+        problem.family_label = problem_family(problem)
+    return render(request, "optimization/problem_list.html", {
+        "problems": problems, "can_launch": bool(teams_where_user_can(request.user, "launch"))})
+
+
+@login_required
+@require_GET
+def problem_detail(request, pk: int):
+    problem = problem_get_for_user(request.user, pk)
+    sessions = list(problem_sessions_for_user(request.user, problem)[:100])
+    gpu_sessions = [s for s in sessions if not s.hardware.is_interpreter]
+    figure = charts.problem_sessions_figure([(s, session_best_series(s)) for s in gpu_sessions])
+    return render(request, "optimization/problem_detail.html", {
+        "problem": problem, "family": problem_family(problem), "sessions": sessions,
+        "coverage": offline_coverage(problem), "chart": charts.figure_json(figure),
+        "interpreter_only": bool(sessions) and not gpu_sessions,
+        "can_launch": bool(teams_where_user_can(request.user, "launch")),
+    })
 
 
 # --- sessions ---------------------------------------------------------------------------------
@@ -262,7 +295,11 @@ def candidate_detail(request, pk: int):
         "bottleneck": (candidate.diagnostics or {}).get("bottleneck") or {},
         "roofline": (candidate.diagnostics or {}).get("roofline") or {},
         "logs": result.get("logs") or "",
-        "speedup_label": result.get("speedup_label") or "",
+        "speedup_label": _speedup_label(candidate, result),
+        "is_interpreter": session.hardware.is_interpreter,
+        "params_text": _params_text((candidate.origin or {}).get("params")),
+        "roofline_chart": charts.figure_json(
+            charts.roofline_figure(candidate_roofline_points(candidate))),
         "can_propose": candidate.status == "correct"
         and user_can(request.user, session.team, "propose"),
         "pending_review": candidate.reviews.filter(status="pending").first(),
@@ -270,6 +307,24 @@ def candidate_detail(request, pk: int):
         "approved_review": candidate.reviews.filter(status="approved").first(),
         "children": candidate.children.order_by("id"),
     })
+
+
+def _speedup_label(candidate, result: dict) -> str:
+    """What the timings mean, in words a reader can check against the numbers shown."""
+    label = result.get("speedup_label") or ""
+    if candidate.session.hardware.is_interpreter or label.startswith("interpreter"):
+        return ("Interpreter target: correctness check only — timings are CPU wall-clock of the "
+                "Triton interpreter and are not comparable with eager PyTorch, so no speedup "
+                "is reported; the reward counts this candidate as exactly as fast as eager.")
+    return label
+
+
+def _params_text(params) -> str:
+    if not params:
+        return ""
+    if isinstance(params, dict):
+        return ", ".join(f"{key}={value}" for key, value in params.items())
+    return str(params)
 
 
 def _diff_stats(lines: list[str]) -> str:

@@ -9,6 +9,7 @@ protocol violation, and nothing here decides a status.
 Requests: `load` (init inputs + weights, build ModelNew), `stage` (keep an input set),
 `call` (one forward on a staged set; outputs back at once, so work cannot be deferred),
 `ghost` (the same with every Triton launch a no-op and fresh memory poisoned), `time`,
+`sample` (values of kept outputs at indices chosen after they were fixed),
 `profile`, `evidence`, `exit`. A `--mode ncu` run replays two calls from files for ncu.
 """
 
@@ -32,6 +33,7 @@ class CandidateServer:
         self.gpu = device == "cuda"
         self.model = None
         self.sets: dict[int, list] = {}
+        self.kept: dict[str, list] = {}  # outputs kept on the device until the parent samples
         self.max_outputs = 16
         self.max_output_bytes = 1 << 30
         import torch
@@ -138,12 +140,27 @@ class CandidateServer:
         return {"ok": True}, []
 
     def on_call(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._call(int(header["set"]), ghost=False)
+        return self._call(int(header["set"]), ghost=False, keep=header.get("keep"))
 
     def on_ghost(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._call(int(header["set"]), ghost=True)
+        return self._call(int(header["set"]), ghost=True, keep=header.get("keep"))
 
-    def _call(self, which: int, ghost: bool) -> tuple[dict, list]:
+    def on_sample(self, header: dict, tensors: list) -> tuple[dict, list]:
+        """Values of the kept outputs at indices the parent chose after they were fixed."""
+        by_numel = {int(n): tensors[i] for n, i in header["index_for_numel"].items()}
+        layout, out = [], []
+        for name in sorted(self.kept):
+            kept = self.kept[name]
+            layout.append({"name": name, "count": len(kept)})
+            for t in kept:
+                idx = by_numel.get(t.numel())
+                flat = t.reshape(-1)
+                out.append(flat[idx.to(flat.device)].to("cpu") if idx is not None
+                           else flat[:0].to("cpu"))
+        self.kept.clear()
+        return {"ok": True, "layout": layout}, out
+
+    def _call(self, which: int, ghost: bool, keep: str | None = None) -> tuple[dict, list]:
         torch = self.torch
         from contextlib import ExitStack
 
@@ -177,7 +194,13 @@ class CandidateServer:
         except TypeError as exc:
             raise OutputRejected(str(exc)) from None
         # Copied now: a later call cannot repair (or spoil) what this one returned.
-        copies = [o.detach().to("cpu", copy=True) for o in outputs]
+        if keep:
+            copies = [o.detach().clone() for o in outputs]
+            self.kept[keep] = copies
+            for i, t in enumerate(spotter.found if spotter else []):
+                self.kept[f"{keep}:spotted:{i:02d}"] = [t]
+        else:
+            copies = [o.detach().to("cpu", copy=True) for o in outputs]
         size = sum(o.numel() * o.element_size() for o in copies)
         if size > self.max_output_bytes:
             raise OutputRejected(f"forward returned {size} bytes of outputs, over the "
@@ -196,13 +219,16 @@ class CandidateServer:
             "torch_bytes": (self.aten.bytes - torch_bytes_before) if self.aten else 0,
             "host_reads": _grown(host_before, self.host_reads),
             "dispatch_escapes": _grown(escapes_before, self.escapes),
-            "spotted": len(spotter.found) if spotter is not None else 0,
+            "spotted": len(spotter.found) if spotter is not None and not keep else 0,
         }
         if not ghost:
             for i, x in enumerate(inputs):  # a mutating candidate must not poison later calls
                 if isinstance(x, torch.Tensor):
                     x.copy_(pristine[i])
-        return {"ok": True, "evidence": evidence}, copies + (spotter.found if spotter else [])
+        if keep:
+            return {"ok": True, "evidence": evidence, "kept": keep}, []
+        return {"ok": True, "evidence": evidence}, copies + (
+            [t.to("cpu") for t in spotter.found] if spotter else [])
 
     def on_time(self, header: dict, tensors: list) -> tuple[dict, list]:
         from search_engine.evaluation.timing import time_gpu, time_interpreter
@@ -218,14 +244,14 @@ class CandidateServer:
                          pad=bool(header.get("pad", True)))
         else:
             m = time_interpreter(call, input_sets, reps=t["interpreter_reps"])
-        outs, layout = [], []
-        for index, out in m.last_outputs:
+        layout = []
+        for index, out in m.last_outputs:  # kept on the device; the parent samples them
             tensors_out = wire.plain_tensors(out, self.max_outputs)
+            self.kept[f"time:{sets[index]:04d}"] = tensors_out
             layout.append({"set": sets[index], "count": len(tensors_out)})
-            outs += [o.detach().to("cpu", copy=True) for o in tensors_out]
         return {"ok": True, "stats": m.stats(), "host_median_ms": m.host_median_ms,
                 "measured_s": m.measured_s, "floor_ms": m.floor_ms,
-                "raw_median_ms": m.raw_median_ms, "pad_ms": m.pad_ms, "last": layout}, outs
+                "raw_median_ms": m.raw_median_ms, "pad_ms": m.pad_ms, "last": layout}, []
 
     def on_profile(self, header: dict, tensors: list) -> tuple[dict, list]:
         sets = [self.sets[int(s)] for s in header["sets"]]
@@ -249,7 +275,7 @@ class OutputRejected(TypeError):
     """What forward returned cannot be an answer (not plain tensors, too many, too big)."""
 
 
-REQUESTS = {"load", "stage", "call", "ghost", "time", "profile", "evidence", "exit"}
+REQUESTS = {"load", "stage", "call", "ghost", "sample", "time", "profile", "evidence", "exit"}
 
 
 def _install_interpreter_compat() -> None:

@@ -61,6 +61,10 @@ class EvaluationConfig:
     l2_flush_factor: float = 2.0   # flush buffer = factor × L2 size
     time_baselines: bool = True
     time_compile_baseline: bool = True
+    noisy_iqr_ratio: float = 0.10  # IQR over this fraction of the median: time again
+    retime_attempts: int = 2
+    quiet_wait_s: float = 30.0     # how long a timing waits for our other GPU work to stop
+    baseline_cache_dir: str | None = None  # None: $KERNELHUB_CACHE_DIR or ~/.cache/kernelhub
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3
     # the problem's own sandbox: reference outputs and baselines
@@ -68,6 +72,7 @@ class EvaluationConfig:
     # integrity
     static_checks: bool = True
     ghost_replay: bool = True      # rerun with every Triton launch a no-op: must come out wrong
+    sample_elements: int = 65536   # timed / ghost outputs are read at this many random places
     lazy_threshold: float = 0.3    # τ: coverage below this (and correct) → rejected_lazy
     roofline_slack: float = 0.8    # flag times below slack × roofline floor
     wallclock_mismatch_factor: float = 3.0

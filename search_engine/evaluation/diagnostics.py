@@ -135,6 +135,42 @@ def ncu_command(kernel_names: list[str], log_file: str) -> list[str]:
     ]
 
 
+_CLOCKS: dict = {}
+
+
+def gpu_clocks() -> dict:
+    """SM and memory clocks of the first visible GPU now (nvidia-smi; cached a few seconds),
+    so a timing can be read against the clocks it ran at."""
+    import os
+    import subprocess
+    import time
+
+    if _CLOCKS and time.monotonic() - _CLOCKS["at"] < 5.0:
+        return _CLOCKS["value"]
+    smi = shutil.which("nvidia-smi")
+    value: dict = {"error": "nvidia-smi not found"}
+    if smi:
+        index = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+        try:
+            out = subprocess.run(
+                [smi, "-i", index, "--query-gpu=clocks.sm,clocks.mem,clocks.max.sm,"
+                 "temperature.gpu,power.draw", "--format=csv,noheader,nounits"],
+                capture_output=True, text=True, timeout=10).stdout.strip().split(",")
+            keys = ("sm_mhz", "mem_mhz", "max_sm_mhz", "temperature_c", "power_w")
+            value = {k: _number(v) for k, v in zip(keys, out)}
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            value = {"error": str(exc)[:200]}
+    _CLOCKS.update(at=time.monotonic(), value=value)
+    return value
+
+
+def _number(text: str):
+    try:
+        return float(text.strip())
+    except ValueError:
+        return text.strip()
+
+
 def ncu_paths() -> tuple[str, ...]:
     """ncu's install tree (it runs inside the sandbox, so its files must be visible there)."""
     import os

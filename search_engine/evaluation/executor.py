@@ -5,12 +5,14 @@ sandboxed subprocess, so compiling and correctness checking of several candidate
 several CPU cores at once. Timing is serialized per GPU by the flock in `gpu_lock`
 (the child asks for the GPU before its timed loops and releases it after), so two
 candidates are never timed on one GPU at the same time. References and baseline timings
-are computed once per problem and shared by later candidates.
+are computed once per problem and shared by later candidates; each candidate gets a warm,
+single-use sandbox (started ahead with torch, Triton and the CUDA context up).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from search_engine.evaluation.config import EvaluationConfig
@@ -22,13 +24,35 @@ from search_engine.protocols import EvaluationRequest
 
 class LocalExecutor:
     def __init__(self, max_workers: int | None = None, config: EvaluationConfig | None = None,
-                 share_baselines: bool = True):
+                 share_baselines: bool = True, warm_sandboxes: bool = True):
         self.max_workers = max_workers or max(1, (os.cpu_count() or 2) - 1)
         self.config = config or EvaluationConfig()
         self._pool = ThreadPoolExecutor(max_workers=self.max_workers,
                                         thread_name_prefix="kernelhub-eval")
         self._references = ReferenceCache()
         self._baselines: dict | None = {} if share_baselines else None
+        self.warm_sandboxes = warm_sandboxes
+        self._sandbox_pools: dict = {}
+        self._pools_lock = threading.Lock()
+
+    def sandbox_pool(self, target: str, config: EvaluationConfig):
+        """Warm single-use candidate sandboxes, one pool per target and sandbox settings."""
+        if not self.warm_sandboxes:
+            return None
+        from search_engine.evaluation.pipeline import candidate_pool
+        from search_engine.hardware import get_target
+
+        try:
+            hw = get_target(target)
+        except ValueError:
+            return None  # evaluate() reports the bad target
+        if not hw.is_interpreter and not _cuda_available():
+            return None  # evaluate() says this host has no GPU
+        key = (hw.name, config.limits, config.log_chars)
+        with self._pools_lock:
+            if key not in self._sandbox_pools:
+                self._sandbox_pools[key] = candidate_pool(hw, config, size=self.max_workers)
+            return self._sandbox_pools[key]
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
         return self._pool.submit(self._run, request)
@@ -42,6 +66,7 @@ class LocalExecutor:
                 request.problem_source, request.candidate_source, target=request.target,
                 precision_policy=request.precision_policy, timeout_s=request.timeout_s,
                 config=config, reference_cache=self._references, baseline_cache=self._baselines,
+                sandbox_pool=self.sandbox_pool(request.target, config),
             )
         except ProblemError as exc:  # the problem itself is unusable
             return EvaluationResult(status=PROBLEM_DEFECT, target=request.target,
@@ -53,9 +78,19 @@ class LocalExecutor:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        with self._pools_lock:
+            pools, self._sandbox_pools = list(self._sandbox_pools.values()), {}
+        for pool in pools:
+            pool.close()
 
     def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

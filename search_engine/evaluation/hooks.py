@@ -313,7 +313,7 @@ def watch_dispatch_escapes(is_candidate_running, counts: dict) -> None:
 
 
 def result_spotter(shapes: list[list[int]], limit: int = 8):
-    """A dispatch mode that keeps host copies of torch-op results shaped like an output:
+    """A dispatch mode that keeps copies of torch-op results shaped like an output:
     in the ghost replay, one that matches the reference means torch computed the answer."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -333,7 +333,7 @@ def result_spotter(shapes: list[list[int]], limit: int = 8):
             for t in out if isinstance(out, (list, tuple)) else (out,):
                 if (isinstance(t, torch.Tensor) and len(self.found) < limit
                         and tuple(t.shape) in wanted and t.is_floating_point()):
-                    self.found.append(t.detach().to("cpu", copy=True))
+                    self.found.append(t.detach().clone())
             return out
 
     return Spotter()

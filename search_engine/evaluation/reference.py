@@ -68,18 +68,25 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
     session = SandboxSession("search_engine.evaluation.reference_child", ["--device", device],
                              workdir, timeout_s=config.reference_timeout_s, limits=config.limits,
                              env_extra=env, gpu=device == "cuda", log_chars=config.log_chars)
+    from search_engine.evaluation import wire
+    from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_activity
+
+    cache = BaselineCache(config.baseline_cache_dir)
+    cache_key = cache.key(problem, schedule, init_seed, device, config, l2_bytes)
     try:
         session.start()
-        meta, tensors = _ask(session, "setup", {"problem_file": str(workdir / "problem.py"),
-                                                "seed": init_seed, "schedule": plan})
-        from search_engine.evaluation import wire
-
-        init_inputs = wire.decode_values(meta["init"], tensors)
-        state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
-        trials = [_trial(session, i) for i in range(len(plan))]
+        with gpu_activity(None if device == "cpu" else cuda_device_key()):
+            meta, tensors = _ask(session, "setup", {"problem_file": str(workdir / "problem.py"),
+                                                    "seed": init_seed, "schedule": plan})
+            init_inputs = wire.decode_values(meta["init"], tensors)
+            state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
+            trials = [_trial(session, i) for i in range(len(plan))]
         baselines = {}
         if config.time_baselines:
-            baselines = _baselines(session, config, device, len(schedule), l2_bytes)
+            baselines = cache.get(cache_key)
+            if baselines is None:
+                baselines = _baselines(session, config, device, len(schedule), l2_bytes)
+                cache.put(cache_key, baselines)
         session.request("exit")
     except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
         outcome = session.close()
@@ -123,14 +130,72 @@ def _trial(session, index: int) -> tuple[list, list]:
 
 
 def _baselines(session, config, device: str, n_sets: int, l2_bytes: int) -> dict:
-    from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_timing_lock
+    from search_engine.evaluation.gpu_lock import cuda_device_key, quiet_gpu
 
     header = {"timing": config.timing_spec(l2_bytes), "sets": n_sets,
               "compile": config.time_compile_baseline}
     if device == "cpu":
         return _ask(session, "baselines", header)[0]["timing"]
-    with gpu_timing_lock(cuda_device_key()):
+    with quiet_gpu(cuda_device_key(), config.quiet_wait_s):
         return _ask(session, "baselines", header)[0]["timing"]
+
+
+class BaselineCache:
+    """Eager and torch.compile timings, once per problem, target, timing method and library
+    versions, kept on disk across runs and sessions (JSON files, one per key). Interpreter
+    timings are not worth keeping and are never cached."""
+
+    def __init__(self, directory: str | None = None):
+        import os
+        from pathlib import Path
+
+        root = directory or os.environ.get("KERNELHUB_CACHE_DIR") or \
+            str(Path.home() / ".cache" / "kernelhub")
+        self.directory = Path(root) / "baselines"
+
+    def key(self, problem: Problem, schedule, init_seed: int, device: str, config,
+            l2_bytes: int) -> str | None:
+        import hashlib
+        import json
+
+        if device == "cpu":
+            return None
+        import torch
+        import triton
+
+        ident = {"problem": problem.source_hash, "schedule": [list(t) for t in schedule],
+                 "seed": init_seed, "gpu": torch.cuda.get_device_name(),
+                 "visible": __import__("os").environ.get("CUDA_VISIBLE_DEVICES", ""),
+                 "torch": torch.__version__, "triton": triton.__version__,
+                 "timing": config.timing_spec(l2_bytes),
+                 "compile": config.time_compile_baseline}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
+
+    def get(self, key: str | None) -> dict | None:
+        import json
+
+        if key is None:
+            return None
+        try:
+            data = json.loads((self.directory / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and "eager" in data else None
+
+    def put(self, key: str | None, baselines: dict) -> None:
+        import json
+        import os
+
+        # eager must have measured; a torch.compile failure is kept (it fails the same way)
+        if key is None or not (baselines.get("eager") or {}).get("median_ms"):
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = self.directory / f".{key}.{os.getpid()}.tmp"
+            tmp.write_text(json.dumps(baselines))
+            tmp.replace(self.directory / f"{key}.json")
+        except OSError:
+            pass  # a cache that cannot be written only costs a re-measurement
 
 
 def degenerate_reason(outputs: list) -> str:

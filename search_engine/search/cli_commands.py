@@ -11,7 +11,10 @@ optimize --json prints one JSON object on its last stdout line::
               "speedup_vs_eager": 1.3, "speedup_vs_compile": 0.9, "speedup_label": "..."},
      "nodes": [{"id": 0, "parent": null, "status": "reference", "reward": null,
                 "advantage": null, "transformation": "", "speedup_vs_eager": null}, ...],
-     "baselines": {...}, "elapsed_s": 40.1, "cost_usd": 0.0}
+     "baselines": {...}, "elapsed_s": 40.1, "cost_usd": 0.0,
+     "usage": {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0, ...}}
+
+Nodes also carry "model" (which LLM wrote them) and "cost_usd".
 
 Exit codes: 0 a verified kernel was found; 1 the search ended without one; 2 bad input;
 3 the offline synthesizer does not cover the problem (the message names the ops).
@@ -54,9 +57,25 @@ def _common_arguments(p) -> None:
     p.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute metrics")
     p.add_argument("--llm-base-url", default=os.environ.get("OPENAI_BASE_URL"),
                    help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
-    p.add_argument("--llm-model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
+    p.add_argument("--llm-model", default=None,
+                   help="model(s), comma separated, each optionally MODEL@BASE_URL; several "
+                        "are spread by a bandit on yield per cost (default $LLM_MODEL, "
+                        "aliases $KERNELHUB_LLM_MODEL, $OPENAI_MODEL; else gpt-4o-mini)")
     p.add_argument("--llm-api-key-env", default="OPENAI_API_KEY",
                    help="environment variable holding the API key (never pass keys as flags)")
+    p.add_argument("--llm-price", action="append", default=[], metavar="[MODEL=]IN:OUT",
+                   help="USD per million prompt:completion tokens (repeatable; overrides the "
+                        "known-model table and $KERNELHUB_LLM_PRICES)")
+    p.add_argument("--llm-timeout", type=float,
+                   default=float(os.environ.get("KERNELHUB_LLM_TIMEOUT_S") or 120.0),
+                   help="seconds per LLM request (default 120)")
+    p.add_argument("--llm-context-tokens", type=int,
+                   default=int(os.environ.get("KERNELHUB_LLM_CONTEXT_TOKENS") or 32000),
+                   help="the model's context window; prompts are summarised to fit")
+    p.add_argument("--llm-max-answer-chars", type=int, default=60000,
+                   help="longer answers become failed nodes")
+    p.add_argument("--llm-retry", type=float, default=30.0,
+                   help="seconds before retrying an endpoint that is down (doubles, max 300)")
 
 
 def register_optimize(subparsers) -> None:
@@ -90,12 +109,29 @@ def make_synthesizer(args):
         from search_engine.synthesis.offline import OfflineSynthesizer
 
         return OfflineSynthesizer()
-    from search_engine.synthesis.llm import LLMConfig, LLMSynthesizer
+    from search_engine.synthesis.endpoints import (
+        make_llm_synthesizer, model_setting, parse_models, unpriced_models,
+    )
+    from search_engine.synthesis.pricing import parse_prices
 
     if not args.llm_base_url:
         raise ValueError("--synthesizer llm needs an endpoint: --llm-base-url or OPENAI_BASE_URL")
-    return LLMSynthesizer(LLMConfig(base_url=args.llm_base_url, model=args.llm_model,
-                                    api_key=os.environ.get(args.llm_api_key_env, "none")))
+    models = parse_models(args.llm_model or model_setting(os.environ))
+    prices = parse_prices(os.environ.get("KERNELHUB_LLM_PRICES"))
+    for text in args.llm_price:
+        prices.update(parse_prices(text))
+    unpriced = unpriced_models(models, prices)
+    if args.max_cost is not None and unpriced:
+        raise ValueError(f"--max-cost needs a price for {', '.join(unpriced)}: pass "
+                         "--llm-price MODEL=IN:OUT (USD per million tokens; 0:0 for free)")
+    if unpriced:
+        print(f"warning: no price known for {', '.join(unpriced)}; its cost counts as $0 "
+              "(--llm-price MODEL=IN:OUT)", file=sys.stderr)
+    return make_llm_synthesizer(
+        args.llm_base_url, [f"{m}@{u}" if u else m for m, u in models],
+        api_key=os.environ.get(args.llm_api_key_env, "none"), prices=prices,
+        timeout_s=args.llm_timeout, context_tokens=args.llm_context_tokens,
+        max_answer_chars=args.llm_max_answer_chars)
 
 
 def make_executor(args):
@@ -116,7 +152,8 @@ def make_config(args):
                         children_per_step=args.children, max_in_flight=max(1, args.parallel),
                         ordered=not args.unordered, max_seconds=args.max_seconds,
                         max_cost_usd=args.max_cost, plateau_window=args.plateau,
-                        precision_policy=args.precision, eval_timeout_s=args.timeout)
+                        precision_policy=args.precision, eval_timeout_s=args.timeout,
+                        outage_retry_s=getattr(args, "llm_retry", 30.0))
 
 
 class ProgressBar:
@@ -184,13 +221,15 @@ def outcome_json(outcome, problem_name: str, args) -> dict[str, Any]:
               "transformation": n["origin"].get("transformation", ""),
               "speedup_vs_eager": n["speedup_vs_eager"],
               "speedup_vs_compile": n["speedup_vs_compile"],
-              "message": ((n.get("result") or {}).get("message") or "")[:300]}
+              "message": ((n.get("result") or {}).get("message") or "")[:300],
+              "model": n["origin"].get("model", ""),
+              "cost_usd": float((n["origin"].get("usage") or {}).get("cost_usd") or 0.0)}
              for n in outcome.nodes]
     return {"evaluated": outcome.evaluated, "status": outcome.status, "reason": outcome.reason,
             "problem": problem_name, "target": args.target, "strategy": args.strategy,
             "synthesizer": args.synthesizer, "seed": args.seed, "best": best_json,
             "nodes": nodes, "baselines": outcome.baselines, "elapsed_s": outcome.elapsed_s,
-            "cost_usd": outcome.cost_usd}
+            "cost_usd": outcome.cost_usd, "usage": getattr(outcome, "usage", {})}
 
 
 def optimize_problem(problem, args, executor, synthesizer, stream) -> dict[str, Any]:

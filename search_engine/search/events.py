@@ -12,7 +12,10 @@ types and payloads:
 - ``best_improved``: ``{"node_id", "reward", "speedup_vs_eager", "speedup_vs_compile",
   "previous_node_id"}``;
 - ``status_changed``: ``{"status": running|paused|completed|cancelled|failed, "reason",
-  "evaluated"}``;
+  "evaluated"}``; a pause for an endpoint outage adds ``"outage": {"status_code", "error",
+  "failures", "retry_in_s", "since"}`` and the resume after it ``"outage_over": true``;
+- ``synthesis_failed``: ``{"parent_id", "error", "transient", "status_code", "model",
+  "usage"}``: an expansion that gave no candidate (its tokens and cost still count);
 - ``log``: ``{"level": "info"|"warning"|"error", "message"}``.
 
 ``seq`` starts at 1 and increases by one per event of the session (a rebuilt runner goes on
@@ -26,7 +29,8 @@ import threading
 import time
 from typing import Any, Callable
 
-EVENT_TYPES = ("node_created", "node_evaluated", "best_improved", "status_changed", "log")
+EVENT_TYPES = ("node_created", "node_evaluated", "best_improved", "status_changed", "log",
+               "synthesis_failed")
 
 
 class EventEmitter:

@@ -17,6 +17,18 @@ running while the next is chosen, and the same seed gives the same tree (the off
 synthesizer; GPU timings may still move rewards). ``ordered=False`` applies results as they
 finish and selects as soon as a slot frees: never idle, not reproducible.
 
+Synthesis beside evaluation: a synthesizer marked ``remote`` (the LLM) is asked in a thread
+pool, so evaluations go on, results are applied and events flow while a request is in
+flight (ordered mode keeps one request in flight, so runs stay reproducible). Offline
+synthesis is quick and runs inline.
+
+Outages pause, not end: a synthesizer that raises a *transient* ``SynthesisError`` (the
+endpoint timed out, rate-limited or answered 5xx through all its retries) moves the search
+to ``paused`` with the reason and HTTP status; it tries again on a schedule
+(``outage_retry_s``, doubling up to ``outage_max_retry_s``) and resumes by itself when the
+endpoint answers. Evaluations in flight go on meanwhile. Every request's tokens and cost
+count, also those of rejected and failed attempts (``synthesis_failed`` events).
+
 Termination: ``budget`` evaluations, ``max_seconds`` wall clock, ``max_cost_usd`` (LLM), a
 plateau (no best-reward gain above ``plateau_epsilon`` in ``plateau_window`` evaluations),
 the synthesizer running out of new candidates, or cancel().
@@ -27,7 +39,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -36,12 +48,13 @@ from search_engine.hardware import HardwareTarget, get_target
 from search_engine.protocols import (
     ContextPassage, ContextProvider, EvaluationRequest, Executor, NullContextProvider,
 )
+from search_engine.search import categories as cats
 from search_engine.search import credit
 from search_engine.search.events import EventEmitter
 from search_engine.search.memory import memory_view
 from search_engine.search.policies import Expansion, make_policy
 from search_engine.search.tree import CANCELLED, PENDING, REFERENCE, Node, SearchTree
-from search_engine.synthesis.base import NodeView, NotCoveredError, SynthesisRequest
+from search_engine.synthesis.base import NodeView, NotCoveredError, Proposal, SynthesisRequest
 
 RUNNING, PAUSED, COMPLETED, CANCELLED_STATUS, FAILED = (
     "running", "paused", "completed", "cancelled", "failed")
@@ -64,6 +77,13 @@ class SearchConfig:
     eval_timeout_s: float = 180.0
     context_k: int = 4
     policy_options: dict[str, Any] = field(default_factory=dict)
+    family: str = ""  # the problem's operator family ("" = guessed from the source)
+    async_synthesis: bool | None = None  # None: when the synthesizer is `remote` (LLM)
+    max_synthesis_in_flight: int = 2  # unordered mode; ordered mode keeps one
+    outage_failures: int = 1  # failed expansions in a row (each retried) before pausing
+    outage_retry_s: float = 30.0  # first retry after an outage; doubles up to the max
+    outage_max_retry_s: float = 300.0
+    spent_cost_usd: float = 0.0  # already spent before this run (a resumed session)
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -82,39 +102,56 @@ class SearchOutcome:
     cost_usd: float
     elapsed_s: float
     baselines: dict[str, Any]
+    usage: dict[str, Any] = field(default_factory=dict)  # tokens and requests, failed ones too
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def context_query(view: NodeView, family: str, target: HardwareTarget) -> tuple[str, list[str]]:
-    """A retrieval query keyed on the node's diagnosis, and the categories to search."""
+    """A retrieval query keyed on the node's diagnosis, and the knowledge-base categories to
+    search (the shared vocabulary of search_engine/search/categories.py)."""
     hw = target.name.upper()
+    family = family or "this operator"
     status = view.status
     bottleneck = view.diagnostics.get("bottleneck", {})
     klass = bottleneck.get("class", "") if isinstance(bottleneck, dict) else str(bottleneck)
     if status == "compile_error":
         return ("Triton compiler guidance: fixing compilation errors, tl.constexpr block "
-                "sizes, tl.dot shape and dtype rules", ["compiler"])
+                "sizes, tl.dot shape and dtype rules", cats.categories_for("compile"))
     if status in ("runtime_error", "timeout"):
         return ("Triton runtime errors: masks and out-of-bounds accesses, launch grids, "
-                "illegal memory access", ["compiler", "debugging"])
+                "illegal memory access", cats.categories_for("runtime"))
     if status == "incorrect":
         return ("numerical correctness in Triton kernels: masking reductions, accumulation "
-                "precision, tf32 versus ieee dot products", ["correctness"])
+                "precision, tf32 versus ieee dot products", cats.categories_for("correctness"))
     if status == "rejected_lazy" or (view.coverage is not None and view.coverage < 0.5):
         return ("put the real work in your kernel: fuse the computation into your own Triton "
-                "kernel instead of calling torch operators", ["fusion"])
+                "kernel instead of calling torch operators", cats.categories_for("fusion"))
     if "memory" in klass:
         return (f"memory hierarchy on {hw}: HBM bandwidth, coalesced and vectorized loads, "
-                f"L2 cache reuse, shared memory", ["memory"])
+                f"L2 cache reuse, shared memory", cats.categories_for("memory"))
     if "compute" in klass:
         return (f"compute throughput on {hw}: tensor cores, tl.dot tiling, software "
-                f"pipelining stages, tf32 and bf16", ["compute"])
+                f"pipelining stages, tf32 and bf16 for {family}", cats.categories_for("compute"))
     if "latency" in klass or "occupancy" in klass:
         return (f"occupancy and latency on {hw}: warps per block, registers, shared memory "
-                f"per block, grid size and launch overhead", ["occupancy"])
-    return f"writing fast Triton kernels for {family} on {hw}", ["general"]
+                f"per block, grid size and launch overhead for {family}", cats.categories_for("occupancy"))
+    return f"writing fast Triton kernels for {family} on {hw}", cats.categories_for("general")
+
+
+@dataclass
+class _Pending:
+    """One step's synthesis in flight."""
+
+    expansion: Expansion
+    parent_id: int
+    memory_mode: str
+    query: str
+    passages: list[ContextPassage]
+    count: int
+    batch: list[int]
+    future: Future | None = None
 
 
 class SearchRunner:
@@ -152,11 +189,21 @@ class SearchRunner:
         self._best_id = self.tree.best().id if self.tree.best() else None
         self._best_reward_for_plateau = float("-inf")
         self._since_improvement = 0
-        self._cost = sum(float((n.origin.get("usage") or {}).get("cost_usd") or 0.0)
-                         for n in self.tree.nodes.values())
+        self._cost = max(sum(float((n.origin.get("usage") or {}).get("cost_usd") or 0.0)
+                             for n in self.tree.nodes.values()), self.config.spent_cost_usd)
+        self._usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0,
+                       "cost_usd": 0.0, "failed_requests": 0}
         self._started = 0.0
         self._family = ""
         self._synthesis_error = ""
+        self._pending: list[_Pending] = []  # syntheses in flight
+        self._synth_pool: ThreadPoolExecutor | None = None
+        self._empty_streak = 0  # expansions in a row that gave no node
+        self._failures = 0  # transient synthesis failures in a row
+        self._outage: dict[str, Any] | None = None
+        asynchronous = self.config.async_synthesis
+        self._async = bool(getattr(synthesizer, "remote", False)) if asynchronous is None \
+            else asynchronous
 
     # -- rebuild ------------------------------------------------------------------------
     @classmethod
@@ -179,7 +226,16 @@ class SearchRunner:
         if self._pause.is_set():
             self._pause.clear()
             self._set_status(RUNNING, "resumed")
+        outage = self._outage
+        if outage is not None and not outage.get("probe_requested"):
+            outage["probe_requested"] = True  # someone asked: try the endpoint now, once
+            outage["retry_at"] = time.monotonic()
         self._wake.set()
+
+    @property
+    def outage(self) -> dict[str, Any] | None:
+        """The endpoint outage the search is paused for (None when there is none)."""
+        return dict(self._outage) if self._outage else None
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -206,12 +262,20 @@ class SearchRunner:
         except Exception as exc:  # keep the stored tree; report why the session stopped
             self.events.log(f"search failed: {type(exc).__name__}: {exc}", "error")
             return self._finish(FAILED, f"{type(exc).__name__}: {exc}")
+        finally:
+            if self._synth_pool is not None:  # a request still in flight is abandoned
+                self._synth_pool.shutdown(wait=False, cancel_futures=True)
         status = CANCELLED_STATUS if reason == "cancelled" else COMPLETED
         return self._finish(status, reason)
 
     def _check_covered(self) -> str:
         check = getattr(self.synthesizer, "check_covered", None)
-        return check(self.problem_source) if check else ""
+        family = check(self.problem_source) if check else ""
+        if not family:
+            from search_engine.problems import guess_family
+
+            family = self.config.family or guess_family(self.problem_source)
+        return family
 
     def _loop(self) -> str:
         stop_reason = ""
@@ -219,25 +283,48 @@ class SearchRunner:
             if self._cancel.is_set():
                 self._cancel_pending()
                 return "cancelled"
-            if not stop_reason:
-                stop_reason = self._stop_reason()
-            hold_latest = (self.config.ordered and not stop_reason and not self._pause.is_set()
+            if not self._pause.is_set():
+                self._land_finished()
+            now_reason = stop_reason or self._stop_reason()
+            if now_reason.startswith("time limit") and self._pending:
+                self._abandon_pending()  # out of time: do not wait for answers in flight
+            if not self._pending:  # a request in flight may still add (or not add) nodes
+                stop_reason = now_reason
+            if not now_reason and self._async and self._empty_streak >= 4 \
+                    and not self._pending and not self._futures:
+                stop_reason = now_reason = self._exhausted_reason()
+            blocked = self._pause.is_set() or self._outage_waiting()
+            hold_latest = (self.config.ordered and not now_reason and not blocked
                            and not self._warming_up())
-            if hold_latest and self._can_select():
+            if not now_reason and not blocked and self._can_select():
                 if not self._step():
                     hold_latest = False  # nothing new to select: let the results in
-                    if not self._futures:
+                    if not self._futures and not self._pending:
                         stop_reason = self._exhausted_reason()
-            elif not stop_reason and not self._pause.is_set() and self._can_select():
-                if not self._step() and not self._futures:
-                    stop_reason = self._exhausted_reason()
             if self._futures:
                 self._collect(hold_latest)
-            elif stop_reason:
+            elif stop_reason and not self._pending:
                 return stop_reason
-            elif self._pause.is_set():
+            elif self._pending and not self._pause.is_set():
+                wait([p.future for p in self._pending], timeout=0.25,
+                     return_when=FIRST_COMPLETED)
+            else:
                 self._wake.wait(0.2)
                 self._wake.clear()
+
+    def _abandon_pending(self) -> None:
+        for pending in list(self._pending):
+            pending.future.cancel()
+            self._pending.remove(pending)
+            self._drop_batch(pending.batch)
+        self.events.log("stopped waiting for the synthesis requests in flight", "warning")
+
+    def _outage_waiting(self) -> bool:
+        """Paused for an outage and not yet time to try the endpoint again."""
+        outage = self._outage
+        if outage is None:
+            return False
+        return bool(self._pending) or time.monotonic() < outage["retry_at"]
 
     def _exhausted_reason(self) -> str:
         if self._synthesis_error:
@@ -252,10 +339,16 @@ class SearchRunner:
         (the executor caches them) before candidates are evaluated in parallel."""
         return not any(n.evaluated for n in self.tree.nodes.values())
 
+    def _pending_children(self) -> int:
+        return sum(p.count for p in self._pending)
+
     def _can_select(self) -> bool:
-        if self._running() >= self.config.max_in_flight:
+        if self._running() + self._pending_children() >= self.config.max_in_flight:
             return False
-        if self._futures and self._warming_up():
+        if (self._futures or self._pending) and self._warming_up():
+            return False
+        if self._pending and (self.config.ordered or self._outage is not None
+                              or len(self._pending) >= self.config.max_synthesis_in_flight):
             return False
         if not self.config.ordered:
             return True
@@ -263,11 +356,11 @@ class SearchRunner:
         return all(i in self._applied for batch in older for i in batch)
 
     def _remaining(self) -> int:
-        return self.config.budget - self.evaluated - len(self._futures)
+        return self.config.budget - self.evaluated - len(self._futures) - self._pending_children()
 
     def _stop_reason(self) -> str:
         cfg = self.config
-        if self.evaluated + len(self._futures) >= cfg.budget:
+        if self.evaluated + len(self._futures) + self._pending_children() >= cfg.budget:
             return f"budget of {cfg.budget} evaluations reached"
         if cfg.max_seconds is not None and time.monotonic() - self._started >= cfg.max_seconds:
             return f"time limit of {cfg.max_seconds:g} s reached"
@@ -282,7 +375,8 @@ class SearchRunner:
         return random.Random(f"{self.config.seed}:{len(self.tree.nodes)}:{salt}")
 
     def _step(self) -> bool:
-        """Select, synthesize and submit one step; False when nothing new could be made."""
+        """Select and synthesize one step; False when nothing new could be made. A remote
+        synthesizer's answer lands later (`_land_finished`); an inline one lands here."""
         for attempt in range(4):  # a fully explored node: select again (policy is random)
             expansion = self.policy.select(self.tree, self._rng(f"select{attempt}"))
             if expansion is None:
@@ -290,18 +384,19 @@ class SearchRunner:
             for line in expansion.tags.pop("logs", []):
                 self.events.log(line)
             count = min(self.config.children_per_step, self._remaining(),
-                        self.config.max_in_flight - self._running())
+                        self.config.max_in_flight - self._running() - self._pending_children())
             if self._warming_up():
                 count = min(count, 1)
             if count <= 0:
                 return True
-            nodes = self._expand(expansion, count)
-            if nodes:
-                self._submit(nodes)
+            pending = self._launch(expansion, count)
+            if self._async:
+                return True
+            if self._land(pending) or self._outage is not None:
                 return True
         return False
 
-    def _expand(self, expansion: Expansion, count: int) -> list[Node]:
+    def _launch(self, expansion: Expansion, count: int) -> "_Pending":
         parent = self.tree.nodes[expansion.parent_id]
         view = parent.view()
         memory = memory_view(self.tree, parent.id, expansion.memory_mode)
@@ -313,28 +408,140 @@ class SearchRunner:
             context=passages, context_query=query,
             precision_policy=self.config.precision_policy,
             second_parent=second.view() if second else None, known_sources=self.tree.sources())
+        rng = self._rng("propose")
+        pending = _Pending(expansion=expansion, parent_id=parent.id, memory_mode=memory.mode,
+                           query=query, passages=passages, count=count, batch=[])
+        self._batches.append(pending.batch)  # the step's place in the order, filled on landing
+        if self._async:
+            if self._synth_pool is None:
+                self._synth_pool = ThreadPoolExecutor(
+                    max_workers=max(1, self.config.max_synthesis_in_flight),
+                    thread_name_prefix="synthesis")
+            pending.future = self._synth_pool.submit(self.synthesizer.propose, request, count,
+                                                     rng)
+            pending.future.add_done_callback(lambda _f: self._wake.set())
+        else:
+            pending.future = Future()
+            try:
+                pending.future.set_result(self.synthesizer.propose(request, count, rng))
+            except NotCoveredError:
+                raise
+            except Exception as exc:
+                pending.future.set_exception(exc)
+        self._pending.append(pending)
+        return pending
+
+    def _land_finished(self) -> None:
+        for pending in [p for p in self._pending if p.future.done()]:
+            self._land(pending)
+
+    def _land(self, pending: "_Pending") -> int:
+        """Turn a finished synthesis into nodes (submitted for evaluation); the number made."""
+        self._pending.remove(pending)
         try:
-            proposals = self.synthesizer.propose(request, count, self._rng("propose"))
+            proposals = pending.future.result()
         except NotCoveredError:
             raise
-        except Exception as exc:  # an endpoint that keeps failing: log, try another step
-            self._synthesis_error = f"{type(exc).__name__}: {exc}"
-            self.events.log(f"synthesis failed for node {parent.id}: {exc}", "warning")
-            return []
+        except Exception as exc:  # an endpoint that keeps failing: pause or try another step
+            self._drop_batch(pending.batch)
+            self._synthesis_failed(pending, exc)
+            return 0
         self._synthesis_error = ""
+        self._failures = 0
+        if self._outage is not None:
+            self._outage_over()
         nodes = []
-        for proposal in proposals[:count]:
-            origin = proposal.origin(getattr(self.synthesizer, "name", "synthesizer"))
-            origin.update(memory_mode=memory.mode, context_query=query,
-                          context=[{"document": p.document, "page": p.page, "score": p.score,
-                                    "kind": p.kind} for p in passages],
-                          second_parent_id=expansion.second_parent_id, **expansion.tags)
-            self._cost += float(proposal.usage.get("cost_usd") or 0.0)
-            node = self.tree.add(Node(self.tree.new_id(), parent.id, parent.depth + 1,
-                                      proposal.source, origin))
-            self.events.emit("node_created", node.to_dict())
-            nodes.append(node)
-        return nodes
+        for proposal in proposals[:pending.count]:
+            nodes.append(self._node_from(proposal, pending))
+        for proposal in proposals[pending.count:]:  # answered but unused: still paid for
+            self._add_usage(proposal.usage)
+        if not nodes:
+            self._drop_batch(pending.batch)
+            self._empty_streak += 1
+            return 0
+        self._empty_streak = 0
+        self._submit(nodes, batch=pending.batch)
+        return len(nodes)
+
+    def _drop_batch(self, batch: list[int]) -> None:
+        for i, b in enumerate(self._batches):
+            if b is batch:
+                del self._batches[i]
+                return
+
+    def _node_from(self, proposal: Proposal, pending: "_Pending") -> Node:
+        parent = self.tree.nodes[pending.parent_id]
+        origin = proposal.origin(getattr(self.synthesizer, "name", "synthesizer"))
+        sent_passages = (proposal.sent or {}).get("passages")
+        origin.update(memory_mode=pending.memory_mode, context_query=pending.query,
+                      context=sent_passages if sent_passages is not None else [
+                          {"document": p.document, "page": p.page, "score": p.score,
+                           "kind": p.kind} for p in pending.passages],
+                      second_parent_id=pending.expansion.second_parent_id,
+                      **pending.expansion.tags)
+        self._add_usage(proposal.usage)
+        node = self.tree.add(Node(self.tree.new_id(), parent.id, parent.depth + 1,
+                                  proposal.source, origin))
+        self.events.emit("node_created", node.to_dict())
+        return node
+
+    def _add_usage(self, usage: dict[str, Any] | None) -> None:
+        usage = usage or {}
+        self._cost += float(usage.get("cost_usd") or 0.0)
+        for key in ("prompt_tokens", "completion_tokens", "requests", "failed_requests"):
+            self._usage[key] += int(usage.get(key) or 0)
+        self._usage["cost_usd"] = round(self._usage["cost_usd"]
+                                        + float(usage.get("cost_usd") or 0.0), 8)
+
+    def _synthesis_failed(self, pending: "_Pending", exc: Exception) -> None:
+        usage = dict(getattr(exc, "usage", None) or {})
+        usage["failed_requests"] = int(usage.get("requests") or 0)
+        self._add_usage(usage)
+        transient = bool(getattr(exc, "transient", False))
+        status_code = getattr(exc, "status_code", None)
+        model = getattr(exc, "model", "")
+        message = f"{type(exc).__name__}: {exc}"
+        self.events.emit("synthesis_failed", {
+            "parent_id": pending.parent_id, "error": str(exc)[:1000], "transient": transient,
+            "status_code": status_code, "model": model, "usage": usage})
+        observe = getattr(self.synthesizer, "observe", None)
+        if observe is not None and model:
+            observe(model, 0.0, float(usage.get("cost_usd") or 0.0))
+        if not transient:
+            self._synthesis_error = message
+            self._empty_streak += 1
+            self.events.log(f"synthesis failed for node {pending.parent_id}: {exc}", "warning")
+            return
+        self._failures += 1
+        if self._failures < self.config.outage_failures and self._outage is None:
+            self.events.log(f"the LLM endpoint failed ({exc}); trying again", "warning")
+            return
+        self._outage_begin(str(exc), status_code)
+
+    def _outage_begin(self, error: str, status_code: int | None) -> None:
+        now = time.monotonic()
+        outage = self._outage
+        if outage is None:
+            outage = self._outage = {"since": now, "since_epoch": time.time(), "probes": 0,
+                                     "retry_s": self.config.outage_retry_s}
+        else:
+            outage["probes"] += 1
+            outage["retry_s"] = min(outage["retry_s"] * 2, self.config.outage_max_retry_s)
+        outage.update(failures=self._failures, status_code=status_code, error=error[:500],
+                      retry_at=now + outage["retry_s"], probe_requested=False)
+        http = f"HTTP {status_code}" if status_code else "no HTTP answer"
+        reason = (f"LLM endpoint unavailable ({http}): {error[:300]}; paused, trying again in "
+                  f"{outage['retry_s']:g} s")
+        self.events.log(reason, "warning")
+        self._set_status(PAUSED, reason, outage={
+            "status_code": status_code, "error": error[:500], "failures": self._failures,
+            "retry_in_s": outage["retry_s"], "since": outage["since_epoch"]})
+
+    def _outage_over(self) -> None:
+        outage, self._outage = self._outage, None
+        took = time.monotonic() - outage["since"]
+        self._set_status(RUNNING, f"the LLM endpoint answers again; resumed after {took:.0f} s",
+                         outage_over=True)
 
     def _retrieve(self, view: NodeView) -> tuple[list[ContextPassage], str]:
         if not getattr(self.synthesizer, "uses_context", False):
@@ -348,24 +555,36 @@ class SearchRunner:
             self.events.log(f"context retrieval failed: {exc}", "warning")
             return [], query
 
-    def _submit(self, nodes: list[Node]) -> None:
+    def _submit(self, nodes: list[Node], batch: list[int] | None = None) -> None:
         for node in nodes:
-            request = EvaluationRequest(
-                problem_source=self.problem_source, candidate_source=node.source,
-                target=self.target.name, precision_policy=self.config.precision_policy,
-                timeout_s=self.config.eval_timeout_s)
-            future = self.executor.submit(request)
+            rejected = node.origin.get("rejected")
+            if rejected:  # over a cap: a clear failed node, never run
+                future: Future = Future()
+                future.set_result(EvaluationResult(
+                    status="compile_error", target=self.target.name,
+                    precision_policy=self.config.precision_policy,
+                    message=f"not evaluated: {rejected}"))
+            else:
+                request = EvaluationRequest(
+                    problem_source=self.problem_source, candidate_source=node.source,
+                    target=self.target.name, precision_policy=self.config.precision_policy,
+                    timeout_s=self.config.eval_timeout_s)
+                future = self.executor.submit(request)
             future.add_done_callback(lambda _f: self._wake.set())
             self._futures[node.id] = future
-        self._batches.append([n.id for n in nodes])
+        if batch is None:
+            self._batches.append([n.id for n in nodes])
+        else:
+            batch.extend(n.id for n in nodes)
 
     def _collect(self, hold_latest: bool = False) -> None:
         """Apply finished results. Ordered mode applies them in creation order and holds the
         latest step's results until the next step is selected, so every selection sees
         exactly the steps before the previous one, whatever the timing."""
         running = [f for f in self._futures.values() if not f.done()]
-        if running:
-            wait(running, timeout=0.25, return_when=FIRST_COMPLETED)
+        if running:  # a synthesis landing wakes the loop too
+            synthesis = [p.future for p in self._pending if not self._pause.is_set()]
+            wait(running + synthesis, timeout=0.25, return_when=FIRST_COMPLETED)
         for node_id, future in list(self._futures.items()):
             if future.done() and node_id not in self._done:
                 self._done[node_id] = self._result_of(future)
@@ -402,7 +621,21 @@ class SearchRunner:
         self._record_baselines(result)
         for line in self.policy.on_applied(self.tree, node):
             self.events.log(line)
+        self._observe(node)
         self._track_best(node)
+
+    def _observe(self, node: Node) -> None:
+        """Tell a synthesizer that learns (the model bandit) what its node was worth."""
+        observe = getattr(self.synthesizer, "observe", None)
+        model = node.origin.get("model")
+        if observe is None or not model:
+            return
+        parent = self.tree.nodes.get(node.parent_id)
+        value = 0.0
+        if node.is_clean_correct:
+            before = parent.reward if parent is not None and parent.is_clean_correct else None
+            value = 1.0 if before is None or (node.reward or 0) > before else 0.5
+        observe(model, value, float((node.origin.get("usage") or {}).get("cost_usd") or 0.0))
 
     def _record_baselines(self, result: EvaluationResult) -> None:
         root = self.tree.root
@@ -448,10 +681,10 @@ class SearchRunner:
                                    "params": {}, "prompt": ""}, status=REFERENCE))
         self.events.emit("node_created", root.to_dict())
 
-    def _set_status(self, status: str, reason: str) -> None:
+    def _set_status(self, status: str, reason: str, **extra: Any) -> None:
         self.status = status
         self.events.emit("status_changed", {"status": status, "reason": reason,
-                                            "evaluated": self.evaluated})
+                                            "evaluated": self.evaluated, **extra})
 
     def _finish(self, status: str, reason: str) -> SearchOutcome:
         self._set_status(status, reason)
@@ -460,7 +693,8 @@ class SearchRunner:
             status=status, reason=reason, evaluated=self.evaluated,
             best=best.to_dict() if best else None, nodes=self.tree.to_dicts(),
             cost_usd=round(self._cost, 6), elapsed_s=round(time.monotonic() - self._started, 3),
-            baselines=self.tree.root.baselines if self.tree.nodes else {})
+            baselines=self.tree.root.baselines if self.tree.nodes else {},
+            usage=dict(self._usage))
 
 
 def run_search(problem_source: str, target, synthesizer, executor: Executor,

@@ -27,7 +27,20 @@ class NotCoveredError(Exception):
 
 
 class SynthesisError(Exception):
-    """A synthesizer failed to produce any candidate (e.g. an endpoint kept failing)."""
+    """A synthesizer failed to produce any candidate (e.g. an endpoint kept failing).
+
+    `usage`: the tokens and cost the failed attempts spent (they count against the budget);
+    `transient`: the endpoint is unavailable (timeouts, 429, 5xx), so the search pauses and
+    retries instead of ending; `status_code`: the last HTTP status, when there was one."""
+
+    def __init__(self, message: str, *, usage: dict[str, Any] | None = None,
+                 transient: bool = False, status_code: int | None = None,
+                 model: str = ""):
+        super().__init__(message)
+        self.usage = dict(usage or {})
+        self.transient = transient
+        self.status_code = status_code
+        self.model = model
 
 
 @dataclass
@@ -101,6 +114,11 @@ class Proposal:
     prompt: str = ""
     usage: dict[str, Any] = field(default_factory=dict)  # prompt/completion tokens, cost_usd
     notes: str = ""
+    # Set when the answer broke a cap (too large): the node is recorded as failed with this
+    # message and never evaluated.
+    rejected: str = ""
+    model: str = ""  # which model wrote it (LLM synthesizers)
+    sent: dict[str, Any] = field(default_factory=dict)  # what was sent: system prompt, passages
 
     def origin(self, synthesizer: str) -> dict[str, Any]:
         data = asdict(self)

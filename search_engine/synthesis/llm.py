@@ -18,7 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from search_engine.protocols import ContextPassage
 from search_engine.synthesis.base import Proposal, SynthesisError, SynthesisRequest
+from search_engine.synthesis.pricing import price_for
+from search_engine.synthesis.prompts import (
+    FIT_LEVELS, Level, chars_for_tokens, estimate_tokens, fit_hard, keep_last, shorten_code,
+    summarise_dropped,
+)
 
 SYSTEM_PROMPT = (
     "You are an expert GPU kernel engineer. You write Triton kernels that are correct first "
@@ -46,6 +52,25 @@ class LLMConfig:
     max_backoff_s: float = 30.0
     usd_per_1k_prompt_tokens: float = 0.0
     usd_per_1k_completion_tokens: float = 0.0
+    price_known: bool = True  # False: the model has no price; its cost counts as $0
+    context_tokens: int = 32_000  # the model's context window; the prompt is fitted into it
+    max_answer_chars: int = 60_000  # a longer answer becomes a failed node, never a candidate
+    max_candidate_chars: int = 40_000  # the same for the extracted code
+
+    @property
+    def max_prompt_chars(self) -> int:
+        """The user message's budget: the context less the answer and the system prompt."""
+        return chars_for_tokens(self.context_tokens - self.max_tokens) - len(SYSTEM_PROMPT)
+
+    @classmethod
+    def priced(cls, base_url: str, model: str, prices: dict | None = None,
+               **kwargs) -> "LLMConfig":
+        """A config whose prices come from pricing.py's table and `prices` overrides."""
+        price = price_for(model, prices)
+        return cls(base_url=base_url, model=model,
+                   usd_per_1k_prompt_tokens=price.usd_per_1k_prompt,
+                   usd_per_1k_completion_tokens=price.usd_per_1k_completion,
+                   price_known=price.known, **kwargs)
 
 
 def extract_code(answer: str) -> str:
@@ -73,11 +98,52 @@ def _section(title: str, body: str) -> str:
     return f"## {title}\n{body.strip()}\n"
 
 
-def build_prompt(request: SynthesisRequest) -> str:
-    """The user message for one expansion (see the module docstring for what goes in)."""
+def build_prompt(request: SynthesisRequest, max_chars: int | None = None) -> str:
+    """The user message for one expansion (see the module docstring for what goes in).
+
+    With `max_chars` (the context budget), long parents, trajectories, siblings and passages
+    are summarised step by step until the message fits (see prompts.FIT_LEVELS)."""
+    prompt = ""
+    for level in FIT_LEVELS:
+        prompt = _render_prompt(request, level)
+        if max_chars is None or len(prompt) <= max_chars:
+            return prompt
+    return fit_hard(prompt, max_chars, FINAL_LINE)
+
+
+FINAL_LINE = "Answer with the complete file in one ```python block."
+
+
+def passage_source(p: ContextPassage) -> str:
+    """Where a passage comes from, as the prompt and the candidate page name it."""
+    where = p.document + (f" p.{p.page}" if p.page else "")
+    if p.section and p.kind != "skill":
+        where += f" \u00a7 {p.section}"
+    meta = p.metadata or {}
+    details = [p.kind if p.kind != "document" else "manual"]
+    if meta.get("category"):
+        details.append(str(meta["category"]))
+    if p.kind == "skill" and p.section:
+        details.append(f"family {p.section}")
+    if meta.get("transformation"):
+        details.append(f"transformation {meta['transformation']}")
+    return f"{where} ({', '.join(details)}; score {p.score:.3f})"
+
+
+def sent_passages(request: SynthesisRequest, level: Level = None) -> list[dict[str, Any]]:
+    """The passages as the prompt carries them (text cut to the level's passage size)."""
+    size = (level or FIT_LEVELS[0]).passage_chars
+    return [{"document": p.document, "page": p.page, "section": p.section, "kind": p.kind,
+             "score": p.score, "category": (p.metadata or {}).get("category", ""),
+             "source": passage_source(p), "text": p.text.strip()[:size]}
+            for p in request.context]
+
+
+def _render_prompt(request: SynthesisRequest, level: Level) -> str:
     t = request.target
     parts = [_section("Problem (reference, KernelBench format)",
-                      f"```python\n{request.problem_source.strip()}\n```")]
+                      f"```python\n{shorten_code(request.problem_source, level.problem_chars)}"
+                      "\n```")]
     parts.append(_section("Target hardware", (
         f"{t.name} ({t.vendor} {t.architecture}): memory bandwidth {t.memory_bandwidth_gbs:g} "
         f"GB/s, fp32 {t.fp32_tflops:g} TFLOP/s, bf16 {t.bf16_tflops:g} TFLOP/s, "
@@ -93,31 +159,36 @@ def build_prompt(request: SynthesisRequest) -> str:
                               "scratch (the reference is the starting point)."))
     else:
         parts.append(_section(f"Current kernel (node {parent.id})",
-                              f"```python\n{parent.source.strip()}\n```"))
+                              f"```python\n{shorten_code(parent.source, level.code_chars)}\n```"))
         parts.append(_section("Its evaluation", _evaluation_text(parent)))
         parts.append(_section("Your task", "Improve this kernel: fix it if it failed, "
                               "otherwise make it faster while keeping it correct."))
     if request.second_parent is not None:
-        parts.append(_section(f"Second parent (node {request.second_parent.id}) to combine",
-                              f"```python\n{request.second_parent.source.strip()}\n```"))
+        parts.append(_section(
+            f"Second parent (node {request.second_parent.id}) to combine",
+            f"```python\n{shorten_code(request.second_parent.source, level.code_chars)}\n```"))
     memory = request.memory
     if memory.trajectory:
-        lines = [f"- node {v.id}: {v.origin.get('transformation', '')} → {v.status}, reward "
-                 f"{_num(v.reward)}, speedup {_num(v.speedup_vs_eager)}, "
-                 f"{_bottleneck(v.diagnostics)} {v.message[:200]}" for v in memory.trajectory]
+        kept, dropped = keep_last(memory.trajectory, level.trajectory_items)
+        lines = [summarise_dropped(dropped, "older ancestors")] if dropped else []
+        lines += [f"- node {v.id}: {v.origin.get('transformation', '')} \u2192 {v.status}, reward "
+                  f"{_num(v.reward)}, speedup {_num(v.speedup_vs_eager)}, "
+                  f"{_bottleneck(v.diagnostics)} {v.message[:level.message_chars]}"
+                  for v in kept]
         parts.append(_section("Trajectory (ancestors, oldest first)", "\n".join(lines)))
     if memory.siblings:
-        lines = [f"- node {v.id}: {v.origin.get('transformation', '')} → {v.status}, reward "
-                 f"{_num(v.reward)}, speedup {_num(v.speedup_vs_eager)}: {v.message[:200]}"
-                 for v in memory.siblings]
+        kept, dropped = keep_last(memory.siblings, level.sibling_items)
+        lines = [summarise_dropped(dropped, "earlier siblings")] if dropped else []
+        lines += [f"- node {v.id}: {v.origin.get('transformation', '')} \u2192 {v.status}, reward "
+                  f"{_num(v.reward)}, speedup {_num(v.speedup_vs_eager)}: "
+                  f"{v.message[:level.message_chars]}" for v in kept]
         parts.append(_section("Already tried from this kernel (siblings)", "\n".join(lines)))
     if request.context:
-        lines = [f"[{i + 1}] {p.document}" + (f" p.{p.page}" if p.page else "")
-                 + (f" ({p.kind})" if p.kind != "document" else "") + f":\n{p.text.strip()[:1200]}"
-                 for i, p in enumerate(request.context)]
+        lines = [f"[{i + 1}] {p['source']}:\n{p['text']}"
+                 for i, p in enumerate(sent_passages(request, level))]
         parts.append(_section(f"Retrieved context (query: {request.context_query})",
                               "\n\n".join(lines)))
-    parts.append("Answer with the complete file in one ```python block.")
+    parts.append(FINAL_LINE)
     return "\n".join(parts)
 
 
@@ -154,15 +225,32 @@ def _evaluation_text(view) -> str:
     return "\n".join(lines)
 
 
+def new_usage() -> dict[str, Any]:
+    return {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "requests": 0}
+
+
+def add_usage(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    for key in ("prompt_tokens", "completion_tokens", "requests"):
+        total[key] = int(total.get(key) or 0) + int(more.get(key) or 0)
+    total["cost_usd"] = round(float(total.get("cost_usd") or 0.0)
+                              + float(more.get("cost_usd") or 0.0), 8)
+    return total
+
+
 class LLMSynthesizer:
     name = "llm"
     supports_crossover = True
     uses_context = True
+    remote = True  # the search runs its requests beside the evaluations, never in the loop
 
     def __init__(self, config: LLMConfig, client=None, sleep=time.sleep):
         self.config = config
         self._client = client
         self._sleep = sleep
+
+    @property
+    def model(self) -> str:
+        return self.config.model
 
     @property
     def client(self):
@@ -175,52 +263,112 @@ class LLMSynthesizer:
         return self._client
 
     def propose(self, request: SynthesisRequest, n: int, rng: random.Random) -> list[Proposal]:
-        prompt = build_prompt(request)
-        proposals, errors = [], []
-        for _ in range(n):
-            try:
-                proposals.append(self._one(request, prompt, rng))
-            except SynthesisError as exc:
-                errors.append(str(exc))
-        if not proposals and errors:
-            raise SynthesisError("; ".join(errors))
-        return proposals
+        """`n` answers, requested concurrently. Tokens of failed attempts are never lost: they
+        go into the first proposal's usage, or into the SynthesisError when none succeeded."""
+        prompt = build_prompt(request, self.config.max_prompt_chars)
+        seeds = [rng.randrange(2**31) for _ in range(n)]
+        if n == 1:
+            outcomes = [self._attempt(request, prompt, seeds[0])]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
 
-    def _one(self, request: SynthesisRequest, prompt: str, rng: random.Random) -> Proposal:
+            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="llm") as pool:
+                outcomes = list(pool.map(lambda seed: self._attempt(request, prompt, seed),
+                                         seeds))
+        proposals = [o for o in outcomes if isinstance(o, Proposal)]
+        errors = [o for o in outcomes if isinstance(o, SynthesisError)]
+        wasted = new_usage()
+        for error in errors:
+            add_usage(wasted, error.usage)
+        if proposals:
+            if wasted["requests"]:
+                add_usage(proposals[0].usage, wasted)
+                proposals[0].usage["failed_requests"] = wasted["requests"]
+            return proposals
+        if not errors:
+            return []
+        last = errors[-1]
+        transient = any(e.transient for e in errors)
+        status = next((e.status_code for e in reversed(errors) if e.transient), last.status_code)
+        raise SynthesisError("; ".join(dict.fromkeys(str(e) for e in errors)), usage=wasted,
+                             transient=transient, status_code=status, model=self.model)
+
+    def _attempt(self, request, prompt, seed):
+        try:
+            return self._one(request, prompt, seed)
+        except SynthesisError as exc:
+            return exc
+
+    def _one(self, request: SynthesisRequest, prompt: str, seed: int) -> Proposal:
+        cfg = self.config
         messages = [{"role": "system", "content": SYSTEM_PROMPT},
                     {"role": "user", "content": prompt}]
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "requests": 0}
+        usage = new_usage()
+        corrections: list[str] = []
         problem = ""
-        for _attempt in range(self.config.max_attempts):
-            answer = self._chat(messages, usage, seed=rng.randrange(2**31))
+        for _attempt in range(cfg.max_attempts):
+            answer = self._chat(messages, usage, seed=seed)
+            seed = (seed * 1103515245 + 12345) % 2**31  # a retried answer may differ
+            if len(answer) > cfg.max_answer_chars:
+                return self._rejected(request, prompt, answer, usage, corrections, (
+                    f"the answer was {len(answer):,} characters, over the cap of "
+                    f"{cfg.max_answer_chars:,}"))
             try:
                 source = extract_code(answer)
             except ValueError as exc:
                 problem = str(exc)
-                messages += [{"role": "assistant", "content": answer},
-                             {"role": "user", "content": f"Your answer is unusable: {problem}. "
-                              "Reply with the complete file in one ```python block."}]
-                continue
-            if source in request.known_sources:
+            else:
+                if len(source) > cfg.max_candidate_chars:
+                    return self._rejected(request, prompt, source, usage, corrections, (
+                        f"the candidate was {len(source):,} characters, over the cap of "
+                        f"{cfg.max_candidate_chars:,}"))
+                if source not in request.known_sources:
+                    return self._proposal(request, prompt, source, usage, corrections)
                 problem = "the answer repeats a kernel already in the tree"
-                messages += [{"role": "assistant", "content": answer},
-                             {"role": "user", "content": "That kernel was already tried. "
-                              "Write a different one."}]
-                continue
-            mode = request.memory.mode
-            return Proposal(
-                source=source,
-                transformation="llm:restart" if mode == "restart" or request.parent.id == 0
-                else ("llm:crossover" if request.second_parent is not None else "llm:refine"),
-                params={"model": self.config.model, "temperature": self.config.temperature},
-                prompt=prompt, usage=usage)
-        raise SynthesisError(f"no usable answer after {self.config.max_attempts} attempts: "
-                             f"{problem}")
+            complaint = (f"Your answer is unusable: {problem}. Reply with the complete file in "
+                         "one ```python block.") if "repeats" not in problem else \
+                "That kernel was already tried. Write a different one."
+            corrections.append(complaint)
+            messages += [{"role": "assistant", "content": answer},
+                         {"role": "user", "content": complaint}]
+        raise SynthesisError(f"no usable answer after {cfg.max_attempts} attempts: {problem}",
+                             usage=usage, model=self.model)
+
+    def _transformation(self, request: SynthesisRequest) -> str:
+        if request.memory.mode == "restart" or request.parent.id == 0:
+            return "llm:restart"
+        return "llm:crossover" if request.second_parent is not None else "llm:refine"
+
+    def _sent(self, request, prompt, corrections) -> dict[str, Any]:
+        """Exactly what went to the endpoint (the key never does): for the candidate page."""
+        level = next((lv for lv in FIT_LEVELS if len(_render_prompt(request, lv)) == len(prompt)),
+                     FIT_LEVELS[-1])
+        return {"model": self.model, "endpoint": _origin_only(self.config.base_url),
+                "system": SYSTEM_PROMPT, "prompt_chars": len(prompt),
+                "prompt_tokens_estimate": estimate_tokens(SYSTEM_PROMPT + prompt),
+                "max_prompt_chars": self.config.max_prompt_chars,
+                "summarised": level != FIT_LEVELS[0], "corrections": corrections,
+                "passages": sent_passages(request, level)}
+
+    def _proposal(self, request, prompt, source, usage, corrections) -> Proposal:
+        return Proposal(
+            source=source, transformation=self._transformation(request),
+            params={"model": self.model, "temperature": self.config.temperature},
+            prompt=prompt, usage=usage, model=self.model,
+            sent=self._sent(request, prompt, corrections))
+
+    def _rejected(self, request, prompt, text, usage, corrections, why) -> Proposal:
+        proposal = self._proposal(request, prompt, text[:2000] + "\n# ... cut: " + why + "\n",
+                                  usage, corrections)
+        proposal.rejected = why
+        return proposal
 
     def _chat(self, messages: list[dict], usage: dict, seed: int) -> str:
         import openai
 
         delay = self.config.backoff_s
+        last = ""
+        status: int | None = None
         for attempt in range(self.config.max_transport_retries + 1):
             try:
                 response = self.client.chat.completions.create(
@@ -229,12 +377,19 @@ class LLMSynthesizer:
             except openai.RateLimitError as exc:
                 retry_after = _retry_after(exc)
                 wait = delay if retry_after is None else retry_after
-            except (openai.APITimeoutError, openai.APIConnectionError,
-                    openai.InternalServerError):
+                status, last = exc.status_code, f"HTTP {exc.status_code} {_brief(exc)}"
+            except openai.APITimeoutError:
+                wait, status = delay, None
+                last = f"no answer within {self.config.timeout_s:g} s"
+            except openai.APIConnectionError as exc:
+                wait, status, last = delay, None, f"connection failed: {_brief(exc)}"
+            except openai.InternalServerError as exc:
                 wait = delay
+                status, last = exc.status_code, f"HTTP {exc.status_code} {_brief(exc)}"
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying won't help
                 raise SynthesisError(f"the endpoint refused the request: {exc.status_code} "
-                                     f"{exc.message}") from exc
+                                     f"{exc.message}", usage=usage, status_code=exc.status_code,
+                                     model=self.model) from exc
             else:
                 self._count(response, usage)
                 choice = response.choices[0] if response.choices else None
@@ -244,7 +399,8 @@ class LLMSynthesizer:
             self._sleep(min(wait, self.config.max_backoff_s))
             delay = min(delay * 2, self.config.max_backoff_s)
         raise SynthesisError(f"the endpoint failed {self.config.max_transport_retries + 1} "
-                             "times (timeouts, rate limits or server errors)")
+                             f"times (timeouts, rate limits or server errors); last: {last}",
+                             usage=usage, transient=True, status_code=status, model=self.model)
 
     def _count(self, response, usage: dict) -> None:
         used = getattr(response, "usage", None)
@@ -256,6 +412,22 @@ class LLMSynthesizer:
         usage["cost_usd"] = round(usage["cost_usd"] + prompt_tokens / 1000 *
                                   self.config.usd_per_1k_prompt_tokens + completion_tokens /
                                   1000 * self.config.usd_per_1k_completion_tokens, 8)
+
+
+def _brief(exc) -> str:
+    message = getattr(exc, "message", "") or str(exc)
+    return message[:200]
+
+
+def _origin_only(url: str) -> str:
+    """The endpoint without credentials or query (what the candidate page may show)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url or "")
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _retry_after(exc) -> float | None:

@@ -23,6 +23,9 @@
     reference: "#5aa9ff",
   };
   const TERMINAL = new Set(["finished", "cancelled", "failed"]);
+  // The interpreter target checks correctness only: timings are not comparable, every correct
+  // node gets the same reward, so the best is the first correct node and no speedup is drawn.
+  const INTERPRETER = !!cfg.hardware.is_interpreter;
   const LOG_LIMIT = 400;
   const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
   // WebGL where a GPU draws it; SVG otherwise: software WebGL (SwiftShader, llvmpipe) took
@@ -52,6 +55,7 @@
     bestDirty: false,
     statsDirty: true,
     bestNodeId: null,
+    firstCorrectId: null,    // interpreter sessions: the best is the first correct node
     bestSeries: [],          // {t (ms), eager, compile, reward}
     evaluated: 0,
     evalTimes: [],           // server timestamps (ms) of evaluations
@@ -94,6 +98,7 @@
     };
     socket.onclose = () => {
       clearInterval(catchupTimer);
+      if (TERMINAL.has(state.status)) { setConnection("ended"); return; } // nothing more will come
       const delay = Math.min(500 * 2 ** retries, 10000);
       retries += 1;
       setConnection(retries > 6 ? "refused" : "reconnecting");
@@ -103,9 +108,11 @@
 
   function setConnection(kind) {
     const el = document.getElementById("connection");
+    if (TERMINAL.has(state.status)) kind = "ended"; // a finished session is not "live"
     el.className = `badge conn-${kind}`;
     el.textContent = { live: "live", connecting: "connecting…", reconnecting: "reconnecting…",
-      refused: "offline — retrying" }[kind];
+      refused: "offline — retrying", ended: "session ended" }[kind];
+    el.title = kind === "ended" ? "the session is over: no more updates" : "websocket";
     el.dataset.state = kind;
   }
 
@@ -158,13 +165,18 @@
       if (p[key] !== undefined) node[key] = p[key];
     }
     if (!node.status) node.status = "pending";
+    if (INTERPRETER && node.status === "correct" && node.parent && state.firstCorrectId === null) {
+      state.firstCorrectId = id;
+      state.bestNodeId = id;
+      state.statsDirty = true;
+    }
     node.hover = null;
     node.touched = true;
     state.treeDirty = true;
   }
 
   function bestImproved(p, ts) {
-    if (p.node_id != null) state.bestNodeId = String(p.node_id);
+    if (p.node_id != null && !INTERPRETER) state.bestNodeId = String(p.node_id);
     const node = state.nodes.get(state.bestNodeId);
     const pick = (key) => (p[key] !== undefined ? p[key] : node ? node[key] : null);
     state.bestSeries.push({ t: ts, eager: pick("speedup_vs_eager"), compile: pick("speedup_vs_compile"),
@@ -175,7 +187,12 @@
   function statusChanged(p, ts) {
     state.status = p.status;
     if (p.status === "running" && state.startTs === null) state.startTs = ts;
-    if (TERMINAL.has(p.status)) state.endTs = ts;
+    if (TERMINAL.has(p.status)) {
+      state.endTs = ts;
+      setConnection("ended");
+      // Let trailing events arrive, then close: a finished session streams nothing more.
+      setTimeout(() => { if (socket && TERMINAL.has(state.status)) socket.close(); }, 3000);
+    }
     state.bestDirty = true;
     const badge = document.getElementById("session-status");
     badge.className = `badge status-${p.status}`;
@@ -254,18 +271,26 @@
   }
 
   const fmt = (v, digits = 2) => (v === null || v === undefined || Number.isNaN(v) ? "–" : Number(v).toFixed(digits));
+  // 3 significant digits (and units) wherever a number is read.
+  const sig = (v) => (v === null || v === undefined || Number.isNaN(Number(v)) ? "–" : String(Number(Number(v).toPrecision(3))));
+  const times = (v) => (v === null || v === undefined ? "–" : `${sig(v)}×`);
+  const ms = (v) => (v === null || v === undefined ? "–" : v < 1 ? `${sig(v * 1000)} µs` : v >= 1000 ? `${sig(v / 1000)} s` : `${sig(v)} ms`);
   const bottleneckText = (b) => (!b ? "" : typeof b === "string" ? b : b.class || "");
 
   function hoverText(n) {
     if (n.hover) return n.hover;
     const b = bottleneckText(n.bottleneck);
-    n.hover = `<b>${n.id}</b> · ${n.status}<br>× eager ${fmt(n.speedup_vs_eager)} · × compile ${fmt(n.speedup_vs_compile)}` +
+    const best = INTERPRETER && n.id === state.firstCorrectId ? " · best (first correct)" : "";
+    const speed = INTERPRETER ? "timings not comparable (interpreter)"
+      : `× eager ${fmt(n.speedup_vs_eager)} · × compile ${fmt(n.speedup_vs_compile)}`;
+    n.hover = `<b>${n.id}</b> · ${n.status}${best}<br>${speed}` +
       `<br>reward ${fmt(n.reward, 3)}${n.advantage != null ? ` · advantage ${fmt(n.advantage, 3)}` : ""}` +
       (b && b !== "unknown" ? `<br>${b}` : "") + (n.transformation ? `<br>${n.transformation}` : "");
     return n.hover;
   }
 
   function markerSize(n, scale) {
+    if (INTERPRETER) return Math.max(3, (n.id === state.firstCorrectId ? 14 : 10) * scale);
     const s = n.speedup_vs_eager;
     let size = 8;
     if (s != null && s > 0) size = Math.max(6, Math.min(26, 11 + 7 * Math.log2(s)));
@@ -333,6 +358,7 @@
 
   function drawBest() {
     state.bestDirty = false;
+    if (!document.getElementById("best-plot")) return null; // interpreter: no reward chart
     const t0 = state.startTs || Date.parse(cfg.created_at);
     const series = state.bestSeries;
     const end = state.endTs || state.lastEventTs || Date.now();
@@ -366,13 +392,15 @@
     document.getElementById("progress-text").textContent = `${state.evaluated} / ${budget} evaluations`;
     document.getElementById("node-count").textContent = state.order.length;
     const best = state.bestSeries[state.bestSeries.length - 1];
-    document.getElementById("best-eager").textContent = best ? fmt(best.eager, 3) : "–";
-    document.getElementById("best-compile").textContent = best ? fmt(best.compile, 3) : "–";
-    document.getElementById("best-reward").textContent = best ? fmt(best.reward, 3) : "–";
-    const times = state.evalTimes;
-    if (times.length >= 2 && state.startTs) {
-      const minutes = (times[times.length - 1] - state.startTs) / 60000;
-      document.getElementById("throughput").textContent = minutes > 0 ? fmt(times.length / minutes, 1) : "–";
+    const setText = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
+    setText("best-eager", best ? times(best.eager) : "–");
+    setText("best-compile", best ? times(best.compile) : "–");
+    setText("best-reward", best ? sig(best.reward) : "–");
+    setText("best-node", state.firstCorrectId ? `node ${state.firstCorrectId}` : "–");
+    const evalTimes = state.evalTimes;
+    if (evalTimes.length >= 2 && state.startTs) {
+      const minutes = (evalTimes[evalTimes.length - 1] - state.startTs) / 60000;
+      document.getElementById("throughput").textContent = minutes > 0 ? fmt(evalTimes.length / minutes, 1) : "–";
     }
     drawClock();
   }
@@ -447,7 +475,8 @@
     document.getElementById("diag-empty").hidden = true;
     document.getElementById("diag-body").hidden = false;
     const title = document.getElementById("diag-title");
-    title.textContent = selected ? `of node ${d.node_id} (selected) ` : `of the best node, ${d.node_id}`;
+    title.textContent = selected ? `of node ${d.node_id} (selected) `
+      : INTERPRETER ? `of the best node — the first correct one, ${d.node_id}` : `of the best node, ${d.node_id}`;
     if (selected) {
       const back = document.createElement("a");
       back.href = "#"; back.textContent = "show best"; back.id = "diag-show-best";
@@ -462,11 +491,11 @@
     const b = d.bottleneck || {};
     const table = document.getElementById("diag-table");
     table.replaceChildren(
-      row("× eager / × compile", `${fmt(d.speedup_vs_eager, 3)} / ${fmt(d.speedup_vs_compile, 3)}`),
-      row("Reward / advantage", `${fmt(d.reward, 3)} / ${fmt(d.advantage, 3)}`),
+      row("× eager / × compile", INTERPRETER ? "n/a — timings are not comparable" : `${times(d.speedup_vs_eager)} / ${times(d.speedup_vs_compile)}`),
+      row("Reward / advantage", `${sig(d.reward)} / ${sig(d.advantage)}`),
       row("Bottleneck", b.class ? `${b.class}${b.reason ? ` — ${b.reason}` : ""}` : "–"),
       row("Coverage (custom-kernel time)", d.coverage != null ? `${Math.round(d.coverage * 100)}%` : "–"),
-      row("Candidate time", d.candidate_ms != null ? `${fmt(d.candidate_ms, 4)} ms` : "–"),
+      row("Candidate time", d.candidate_ms != null ? `${ms(d.candidate_ms)}${INTERPRETER ? " (CPU interpreter)" : ""}` : "–"),
       row("Transformation", d.transformation || "–"),
       row("Integrity flags", d.integrity_flags.length ? d.integrity_flags.map((f) => f.check).join(", ") : "none"),
     );
@@ -483,6 +512,7 @@
   }
 
   function drawRoofline(d) {
+    if (!document.getElementById("roofline-plot")) return null; // no ceilings: no empty box
     const hw = cfg.hardware;
     const roof = d.roofline || {};
     const layout = Object.assign({}, DARK, {

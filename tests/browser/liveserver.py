@@ -11,6 +11,7 @@ way the runner does:
     {"cmd": "create_candidate", "session": pk, "node_id": "1", ...Candidate fields}
                                                                -> {"candidate": pk}
     {"cmd": "session", "session": pk}                          -> {"status": ..., "evaluated": ...}
+    {"cmd": "approve", "candidate": pk}   (proposed and approved)   -> {"kernel": review pk}
 
 Users: "<team>-<role>" with password "pw-<role>" for teams alpha and beta (as tests/conftest.py).
 """
@@ -120,6 +121,7 @@ def _setup_data() -> None:
     from kernelhub.teams.services import membership_set, team_create
 
     call_command("migrate", verbosity=0, interactive=False)
+    call_command("collectstatic", verbosity=0, interactive=False)  # as `make run` does
     hardware_targets_sync()
     User = get_user_model()
     for team_name in ("alpha", "beta"):
@@ -142,7 +144,8 @@ def _handle(command: dict) -> dict:
         session = SearchSession.objects.create(
             team=team, problem=Problem.objects.get(name="tiny-relu"),
             hardware=HardwareTarget.objects.get(name=command.get("hardware", "interpreter")),
-            budget_evaluations=command.get("budget", 24), status=command.get("status", "running"))
+            budget_evaluations=command.get("budget", 24), status=command.get("status", "running"),
+            best_speedup_vs_eager=command.get("best_speedup_vs_eager"))
         return {"session": session.pk}
     if command["cmd"] == "create_candidate":
         from kernelhub.optimization.models import Candidate
@@ -150,6 +153,19 @@ def _handle(command: dict) -> dict:
         fields = {k: v for k, v in command.items() if k not in ("cmd", "session")}
         candidate = Candidate.objects.create(session_id=command["session"], **fields)
         return {"candidate": candidate.pk}
+    if command["cmd"] == "approve":
+        from django.contrib.auth import get_user_model
+
+        from kernelhub.optimization.models import Candidate
+        from kernelhub.review.services import kernel_approve, kernel_propose
+
+        candidate = Candidate.objects.get(pk=command["candidate"])
+        team = candidate.session.team.name
+        users = get_user_model().objects
+        review = kernel_propose(candidate=candidate, user=users.get(username=f"{team}-engineer"))
+        kernel_approve(review=review, reviewer=users.get(username=f"{team}-reviewer"),
+                       comment="approved by the test")
+        return {"kernel": review.pk}
     if command["cmd"] == "publish":
         session = SearchSession.objects.get(pk=command["session"])
         seqs, published = [], []

@@ -52,7 +52,7 @@ def test_launch_watch_review_approve(page, live_server_process, login, screensho
     assert "ModelNew" in page.inner_text("#source")
     assert page.locator("#diff .highlight").count() == 1 or "Identical" in page.inner_text("#diff")
     assert page.inner_text("#candidate-status") == "correct"
-    node_id = page.inner_text("h1").split()[1]
+    node_id = page.inner_text("#candidate-node").split()[1]
     if screenshot_dir:
         page.screenshot(path=str(screenshot_dir / "candidate.png"), full_page=True)
 

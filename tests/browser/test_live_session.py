@@ -20,7 +20,7 @@ def tree_size(page) -> int:
 
 def test_page_replays_then_streams_and_catches_up_after_a_drop(page, live_server_process, login):
     server = live_server_process
-    pk = server.command("create_session", budget=12)["session"]
+    pk = server.command("create_session", hardware="h200", budget=12)["session"]
     server.command("publish", session=pk, events=[
         ["status_changed", {"status": "running"}],
         ["node_created", node(0, None, status="reference")],
@@ -55,7 +55,7 @@ def test_page_replays_then_streams_and_catches_up_after_a_drop(page, live_server
     assert page.evaluate("window.kernelhubLive.state.lastSeq") == 12
     log_seqs = page.eval_on_selector_all("#event-log .seq", "els => els.map(e => e.textContent)")
     assert sorted(log_seqs, key=lambda s: int(s[1:])) == [f"#{i}" for i in range(1, 13)]
-    page.wait_for_function("document.getElementById('best-eager').textContent === '1.600'")
+    page.wait_for_function("document.getElementById('best-eager').textContent === '1.6×'")
     # Best path: root → 1 → 6 is drawn in the highlight trace.
     best_path_points = page.evaluate(
         "document.getElementById('tree-plot').data[1].x.filter(v => v !== null).length")
@@ -115,10 +115,10 @@ def test_diagnostics_panel_draws_the_roofline_under_the_targets_ceilings(page, l
     point = page.evaluate("document.getElementById('roofline-plot').data[2]")
     assert point["x"] == [0.25] and point["y"] == [0.87]
     table = page.inner_text("#diag-table")
-    assert "memory-bound" in table and "98%" in table and "2.400 / 1.300" in table
+    assert "memory-bound" in table and "98%" in table and "2.4× / 1.3×" in table
     kernels = page.inner_text("#diag-kernels")
     assert "fused_rows_kernel" in kernels and "75% (registers)" in kernels and "8192" in kernels
-    assert page.inner_text("#best-eager") == "2.400"
+    assert page.inner_text("#best-eager") == "2.4×"
 
     # Clicking a node selects it (its diagnostics); clicking it again opens its candidate page.
     def point_center(index: int) -> tuple[float, float]:

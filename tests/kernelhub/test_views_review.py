@@ -73,7 +73,7 @@ def test_reviewer_approves_and_the_kernel_is_listed(client, reviews, teams):
     assert review.metrics["speedup_vs_eager"] == 2.5 and review.decided_at is not None
     page = client.get(reverse("review:approved")).content.decode()
     assert "clean-node" in page and "alpha-reviewer" in page and "ship it" in page
-    assert "2.500" in page and "H200" in page
+    assert "2.5×" in page and "H200" in page
     audit = client.get(reverse("review:audit")).content.decode()
     assert "kernel_approved" in audit and "ship it" in audit
     dashboard = client.get(reverse("dashboard")).content.decode()

@@ -211,3 +211,13 @@ _leak()
 '''
     r = run_eval(source, static_checks=False)
     assert "hunter2-very-secret" not in json.dumps(r.to_dict())
+
+
+@pytest.mark.parametrize("name", ["clean_autotune", "clean_reused_buffer",
+                                  "clean_softmax_helper_method", "clean_version_shim"])
+def test_false_positives_pass_end_to_end(run_eval, name):
+    """Static checks on, sandbox on: autotune under the interpreter, version shims, a helper
+    named like a torch op and a reused output buffer are all clean."""
+    r = run_eval((CANDIDATES / "static" / f"{name}.py").read_text())
+    assert r.status == "correct", (name, r.message)
+    assert not [f for f in r.integrity_flags if f.severity == "hack"]

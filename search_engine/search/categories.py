@@ -1,0 +1,35 @@
+"""The one vocabulary of knowledge categories, shared by the search and the knowledge base.
+
+`knowledge.models.Category` stores exactly these values (tests/search_engine/synthesis/
+test_llm_context.py fails when the two drift). The search asks for categories by diagnosis
+(`for_status`): a memory-bound kernel wants the hardware's pages, a wrong answer wants the
+correctness constraints.
+"""
+
+from __future__ import annotations
+
+HARDWARE_SPECIFIC = "hardware-specific"
+GENERAL_OPTIMIZATION = "general-optimization"
+CORRECTNESS_CONSTRAINTS = "correctness-constraints"
+
+CATEGORIES: tuple[str, ...] = (HARDWARE_SPECIFIC, GENERAL_OPTIMIZATION, CORRECTNESS_CONSTRAINTS)
+
+# What each kind of diagnosis asks the knowledge base for, most useful first.
+BY_NEED: dict[str, list[str]] = {
+    "compile": [CORRECTNESS_CONSTRAINTS, GENERAL_OPTIMIZATION],
+    "runtime": [CORRECTNESS_CONSTRAINTS, GENERAL_OPTIMIZATION],
+    "correctness": [CORRECTNESS_CONSTRAINTS],
+    "fusion": [GENERAL_OPTIMIZATION],
+    "memory": [HARDWARE_SPECIFIC, GENERAL_OPTIMIZATION],
+    "compute": [HARDWARE_SPECIFIC, GENERAL_OPTIMIZATION],
+    "occupancy": [HARDWARE_SPECIFIC, GENERAL_OPTIMIZATION],
+    "general": [GENERAL_OPTIMIZATION, HARDWARE_SPECIFIC],
+}
+
+
+def categories_for(need: str) -> list[str]:
+    return list(BY_NEED.get(need, BY_NEED["general"]))
+
+
+def unknown(categories: list[str] | None) -> list[str]:
+    return [c for c in categories or [] if c not in CATEGORIES]

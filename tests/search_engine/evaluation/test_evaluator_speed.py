@@ -1,0 +1,154 @@
+"""Evaluator speed and quiet timing: warm single-use sandboxes, quiet GPU locks, baselines
+cached on disk, noisy timings re-measured and labelled."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from search_engine.evaluation.config import EvaluationConfig
+from search_engine.evaluation.executor import LocalExecutor
+from search_engine.evaluation.gpu_lock import gpu_activity, quiet_gpu
+from search_engine.protocols import EvaluationRequest
+
+from .conftest import candidate
+
+
+def test_warm_sandboxes_are_single_use(softmax_problem):
+    config = EvaluationConfig(interpreter_reps=1, ncu="off")
+    with LocalExecutor(max_workers=1, config=config) as ex:
+        results = [ex.submit(EvaluationRequest(softmax_problem.source, candidate("clean_softmax"),
+                                               target="interpreter", timeout_s=60)).result()
+                   for _ in range(3)]
+        pool = ex.sandbox_pool("interpreter", config)
+        assert pool.taken == 3 and pool.started >= 3  # a fresh process for every candidate
+    assert [r.status for r in results] == ["correct"] * 3
+    # the later candidates found their sandbox already started
+    assert all(r.diagnostics["phases"]["startup"] < 0.5 for r in results[1:])
+
+
+def test_a_candidate_cannot_leave_state_for_the_next_one(softmax_problem, tmp_path):
+    """The first candidate writes into its workdir and its process; the second sees neither."""
+    leave = candidate("clean_softmax") + '''
+
+STATE = {}
+STATE["mark"] = open("left_behind.txt", "w").write("x")
+'''
+    look = candidate("clean_softmax").replace(
+        "return launch(x.contiguous())",
+        "assert not __import__('os').path.exists('left_behind.txt')\n"
+        "        return launch(x.contiguous())")
+    config = EvaluationConfig(interpreter_reps=1, ncu="off", static_checks=False)
+    with LocalExecutor(max_workers=1, config=config) as ex:
+        first = ex.submit(EvaluationRequest(softmax_problem.source, leave,
+                                            target="interpreter", timeout_s=60)).result()
+        second = ex.submit(EvaluationRequest(softmax_problem.source, look,
+                                             target="interpreter", timeout_s=60)).result()
+    assert first.status == "correct", first.message
+    assert second.status == "correct", second.message
+
+
+def test_timing_waits_for_other_gpu_work_and_excludes_it():
+    events = []
+
+    def correctness_work():
+        with gpu_activity("test-quiet"):
+            events.append("work-start")
+            time.sleep(0.3)
+            events.append("work-end")
+
+    worker = threading.Thread(target=correctness_work)
+    worker.start()
+    time.sleep(0.05)
+    with quiet_gpu("test-quiet", quiet_wait_s=5) as quiet:
+        events.append("timing")
+        late = threading.Thread(target=correctness_work)
+        late.start()
+        time.sleep(0.2)
+        events.append("timing-end")
+    worker.join()
+    late.join()
+    assert quiet is True
+    # the timing started only after the first work ended; the late work waited for it
+    assert events.index("timing") > events.index("work-end")
+    assert events.index("timing-end") < events.index("work-start", events.index("timing"))
+
+
+def test_timing_that_cannot_get_quiet_says_so():
+    release = threading.Event()
+
+    def stuck_work():
+        with gpu_activity("test-stuck"):
+            release.wait(5)
+
+    worker = threading.Thread(target=stuck_work)
+    worker.start()
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    with quiet_gpu("test-stuck", quiet_wait_s=0.2) as quiet:
+        waited = time.monotonic() - t0
+    release.set()
+    worker.join()
+    assert quiet is False and waited < 2
+
+
+def test_noisy_timings_are_labelled():
+    from search_engine.evaluation.pipeline import _noise, _timing_quality
+
+    config = EvaluationConfig()
+    assert _noise({"median_ms": 1.0, "iqr_ms": 0.05}) == pytest.approx(0.05)
+    assert _noise({"median_ms": None, "iqr_ms": None}) == float("inf")
+    steady = {"timing": {"candidate": {"samples": 50}}, "timing_noise": 0.02,
+              "timing_attempts": 1, "timing_quiet": True}
+    assert _timing_quality(steady, config)["label"] == "steady"
+    noisy = {"timing": {"candidate": {"samples": 4}}, "timing_noise": 0.4,
+             "timing_attempts": 3, "timing_quiet": False}
+    label = _timing_quality(noisy, config)["label"]
+    assert "noisy: IQR 40% of the median after 3" in label
+    assert "few samples" in label and "still on the GPU" in label
+
+
+class _FakeSession:
+    """Answers `time` requests with scripted stats (the parent's re-measure loop)."""
+
+    def __init__(self, iqrs):
+        self.iqrs, self.calls = list(iqrs), 0
+
+    def request(self, kind, header, max_reply_bytes=0):
+        self.calls += 1
+        iqr = self.iqrs.pop(0)
+        return {"ok": True, "stats": {"median_ms": 1.0, "iqr_ms": iqr, "samples": 40}}, []
+
+
+def test_noisy_timing_is_measured_again_and_the_steadiest_kept():
+    from search_engine.evaluation.pipeline import _Run
+    from search_engine.hardware import get_target
+    from search_engine.problems_library import library_problem
+
+    run = _Run(library_problem("softmax", scale="small"), "", get_target("h200"), "strict", 60,
+               EvaluationConfig(retime_attempts=2))
+    session, report = _FakeSession([0.5, 0.3, 0.2]), {}
+    reply, _ = run._time_until_steady(session, {}, 0, report)
+    assert session.calls == 3 and reply["stats"]["iqr_ms"] == 0.2
+    assert report["timing_attempts"] == 3
+    session, report = _FakeSession([0.5, 0.03]), {}
+    run._time_until_steady(session, {}, 0, report)
+    assert session.calls == 2 and report["timing_noise"] == pytest.approx(0.03)
+
+
+def test_baselines_are_cached_on_disk(tmp_path):
+    from search_engine.evaluation.reference import BaselineCache
+
+    cache = BaselineCache(str(tmp_path))
+    assert cache.get("k1") is None
+    cache.put("k1", {"eager": {"median_ms": 1.5, "iqr_ms": 0.01, "samples": 30, "method": "x"}})
+    again = BaselineCache(str(tmp_path))  # another run, another process
+    assert again.get("k1")["eager"]["median_ms"] == 1.5
+    cache.put("k2", {"eager": {"median_ms": None, "method": "failed: boom"}})
+    assert again.get("k2") is None  # failures are measured again next time
+    (Path(tmp_path) / "baselines" / "k3.json").write_text("{not json")
+    assert again.get("k3") is None
+    assert cache.key(None, [], 0, "cpu", EvaluationConfig(), 0) is None  # interpreter: never
