@@ -406,14 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "ncu":
         replay_for_ncu(args.inputs, args.candidate)
         os._exit(0)
-    sock = socket.socket(fileno=args.sock)
-    try:
-        CandidateServer(sock, args.device).serve()
-    except (EOFError, BrokenPipeError, ConnectionError):
-        pass
-    sys.stdout.flush()
-    # Skip interpreter teardown: a candidate's leftover threads must not keep us alive.
-    os._exit(0)
+    wire.run_server(args.sock, lambda sock: CandidateServer(sock, args.device))
+    return 0
 
 
 if __name__ == "__main__":

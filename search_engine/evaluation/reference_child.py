@@ -220,13 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sock", type=int, required=True)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
-    sock = socket.socket(fileno=args.sock)
-    try:
-        ReferenceServer(sock, args.device).serve()
-    except (EOFError, BrokenPipeError, ConnectionError):
-        pass
-    sys.stdout.flush()
-    os._exit(0)
+    wire.run_server(args.sock, lambda sock: ReferenceServer(sock, args.device))
+    return 0
 
 
 if __name__ == "__main__":

@@ -170,6 +170,22 @@ def float_dtype_for_complex(dtype):
     return torch.float32 if dtype == torch.complex64 else torch.float64
 
 
+def run_server(fd: int, make_server) -> None:
+    """A sandbox's main: serve requests on the inherited socket `fd` until the parent says
+    exit or goes away, then leave without interpreter teardown (a candidate's leftover
+    threads must not keep the process alive)."""
+    import os
+    import sys
+
+    sock = socket.socket(fileno=fd)
+    try:
+        make_server(sock).serve()
+    except (EOFError, BrokenPipeError, ConnectionError):
+        pass
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def plain_tensors(out: Any, limit: int) -> list:
     """A forward's return value as a list of plain tensors, or TypeError saying why not."""
     import torch

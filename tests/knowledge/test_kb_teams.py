@@ -210,11 +210,16 @@ def assert_chroma_filters_by_team(world, teams) -> None:
     docs = world["docs"]
     vector = embed_query("zanzibarite tiles of 128 rows; Beta tiling")
     alpha_scope = KnowledgeScope.for_teams([teams["alpha"].pk])
-    hits = {id_ for id_, _ in store.query(store.CHUNKS, vector, 100, where=alpha_scope.chroma_where())}
+    # only this test's documents: other tests of the run leave chunks (with team ids that a
+    # later test's teams may reuse) in the same store, which would crowd the top 100
+    ours = {"document_id": {"$in": [d.pk for d in docs.values()]}}
+    hits = {id_ for id_, _ in store.query(store.CHUNKS, vector, 100,
+                                          where=and_where(alpha_scope.chroma_where(), ours))}
     assert hits >= chunk_ids(docs["alpha"]) | chunk_ids(docs["shared"])
     assert not hits & (chunk_ids(docs["beta"]) | chunk_ids(docs["legacy"]))
+    unfiltered = {id_ for id_, _ in store.query(store.CHUNKS, vector, 100, where=ours)}
+    assert unfiltered & chunk_ids(docs["beta"])  # without the team filter beta's text is nearest
     staff = KnowledgeScope.for_teams([teams["alpha"].pk], unassigned=True)
-    ours = {"document_id": {"$in": [d.pk for d in docs.values()]}}  # not the corpus' legacy rows
     staff_hits = {id_ for id_, _ in store.query(store.CHUNKS, vector, 100,
                                                 where=and_where(staff.chroma_where(), ours))}
     assert chunk_ids(docs["legacy"]) <= staff_hits and not staff_hits & chunk_ids(docs["beta"])
