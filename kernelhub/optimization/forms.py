@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django import forms
@@ -32,6 +33,11 @@ class SessionForm(forms.Form):
     budget_cost_usd = forms.FloatField(min_value=0, initial=0,
                                        label="Budget: LLM cost (USD, 0 = no limit)")
     seed = forms.IntegerField(initial=0)
+    llm_models = forms.CharField(
+        required=False, max_length=500, label="LLM models",
+        help_text="LLM synthesizer only: comma-separated model names, name@https://host/v1 for "
+                  "another OpenAI-compatible endpoint; the search spreads requests over them by "
+                  "yield per cost. Empty: the server's LLM_MODEL setting.")
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -59,6 +65,17 @@ class SessionForm(forms.Form):
             return {"name": Path(upload.name).stem, "source": upload.read().decode("utf-8")}
         except UnicodeDecodeError:
             raise forms.ValidationError("The problem file is not UTF-8 text (expected a .py file).")
+
+    def clean_llm_models(self):
+        text = (self.cleaned_data.get("llm_models") or "").strip()
+        for item in filter(None, (i.strip() for i in text.split(","))):
+            model, at, url = item.partition("@")
+            if not re.fullmatch(r"[\w.:/-]{1,120}", model.strip()):
+                raise forms.ValidationError(f"{model.strip()!r} is not a model name.")
+            if at and not re.fullmatch(r"https?://[^\s,@]+", url.strip()):
+                raise forms.ValidationError(
+                    f"{url.strip()!r} is not an http(s) endpoint URL (name@https://host/v1).")
+        return text
 
     def clean(self):
         data = super().clean()

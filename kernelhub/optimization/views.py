@@ -147,7 +147,9 @@ def _create_session_from_form(request, form: SessionForm) -> SearchSession | Non
             strategy=data["strategy"], synthesizer=data["synthesizer"],
             budget_evaluations=data["budget_evaluations"], budget_minutes=data["budget_minutes"],
             budget_cost_usd=data["budget_cost_usd"], precision_policy=data["precision_policy"],
-            seed=data["seed"])
+            seed=data["seed"],
+            config={"llm_models": data["llm_models"]} if data.get("llm_models") and not offline
+            else None)
     except ValidationError as exc:
         form.add_error(None, " ".join(exc.messages))
         return None

@@ -18,7 +18,17 @@ from kernelhub.http_limits import MaxUrlLengthMiddleware
 REPO = Path(__file__).resolve().parents[2]
 
 
-async def call(app, path: str, query: bytes = b"") -> tuple[list[dict], bool]:
+def call(app, path: str, query: bytes = b"") -> tuple[list[dict], bool]:
+    """Drive the middleware on a fresh event loop in its own thread: independent of whatever
+    loop earlier tests of the run left in this thread."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _call(app, path, query)).result()
+
+
+async def _call(app, path: str, query: bytes = b"") -> tuple[list[dict], bool]:
     sent, reached = [], []
 
     async def inner(scope, receive, send):
@@ -38,25 +48,25 @@ async def call(app, path: str, query: bytes = b"") -> tuple[list[dict], bool]:
     return sent, bool(reached)
 
 
-async def test_in_process_long_url_is_414_and_short_passes():
-    sent, reached = await call({"max_bytes": 100}, "/odata/kernels", b"$filter=" + b"x" * 200)
+def test_in_process_long_url_is_414_and_short_passes():
+    sent, reached = call({"max_bytes": 100}, "/odata/kernels", b"$filter=" + b"x" * 200)
     assert not reached and sent[0]["status"] == 414
     error = json.loads(sent[1]["body"])["error"]
     assert error["code"] == "URITooLong" and "100 bytes" in error["message"]
-    sent, reached = await call({"max_bytes": 100}, "/odata/kernels", b"$top=1")
+    sent, reached = call({"max_bytes": 100}, "/odata/kernels", b"$top=1")
     assert reached and sent[0]["status"] == 200
 
 
-async def test_limit_comes_from_settings(settings):
+def test_limit_comes_from_settings(settings):
     settings.KERNELHUB_MAX_URL_BYTES = 50
-    sent, reached = await call({}, "/" + "a" * 60)
+    sent, reached = call({}, "/" + "a" * 60)
     assert not reached and sent[0]["status"] == 414
     settings.KERNELHUB_MAX_URL_BYTES = 8192
-    sent, reached = await call({}, "/" + "a" * 60)
+    sent, reached = call({}, "/" + "a" * 60)
     assert reached
 
 
-async def test_the_project_application_is_wrapped():
+def test_the_project_application_is_wrapped():
     from kernelhub.asgi import application
 
     assert isinstance(application, MaxUrlLengthMiddleware)
