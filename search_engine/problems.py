@@ -191,7 +191,7 @@ TORCH_RNG_LOCK = threading.RLock()
 
 def make_trial_inputs(module: types.ModuleType, seed: int, scale: float, shift: float) -> list:
     """One correctness trial's inputs: `get_inputs()` under `seed`, floating tensors scaled
-    and shifted. The parent and the sandbox child both call this and compare checksums."""
+    and shifted (called in the problem's sandbox only)."""
     import torch
 
     torch.manual_seed(seed)
@@ -202,35 +202,3 @@ def make_trial_inputs(module: types.ModuleType, seed: int, scale: float, shift: 
             x = (x.double() * scale + shift).to(x.dtype)
         out.append(x)
     return out
-
-
-def checksums_match(got: list, expected: list, rel: float = 1e-9) -> bool:
-    """Fingerprints agree: shapes and dtypes exactly, sums to rounding (a float64 sum may
-    differ in its last bit between two processes' reduction orders)."""
-    if len(got) != len(expected):
-        return False
-    for a, b in zip(got, expected):
-        if isinstance(a, str) or isinstance(b, str):
-            if a != b:
-                return False
-            continue
-        if list(a[0]) != list(b[0]) or a[1] != b[1]:
-            return False
-        for x, y in zip(a[2:], b[2:]):
-            if abs(float(x) - float(y)) > rel * max(1.0, abs(float(x)), abs(float(y))):
-                return False
-    return True
-
-
-def inputs_checksum(inputs: list) -> list:
-    """A cheap fingerprint per input: shape, dtype and two float64 sums."""
-    import torch
-
-    rows = []
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            d = x.detach().double()
-            rows.append([list(x.shape), str(x.dtype), float(d.sum()), float(d.abs().sum())])
-        else:
-            rows.append(repr(x))
-    return rows

@@ -25,12 +25,12 @@ from search_engine.protocols import EvaluationRequest
 class LocalExecutor:
     def __init__(self, max_workers: int | None = None, config: EvaluationConfig | None = None,
                  share_baselines: bool = True, warm_sandboxes: bool = True):
+        # share_baselines: kept for callers; baselines now travel with the shared reference
         self.max_workers = max_workers or max(1, (os.cpu_count() or 2) - 1)
         self.config = config or EvaluationConfig()
         self._pool = ThreadPoolExecutor(max_workers=self.max_workers,
                                         thread_name_prefix="kernelhub-eval")
         self._references = ReferenceCache()
-        self._baselines: dict | None = {} if share_baselines else None
         self.warm_sandboxes = warm_sandboxes
         self._sandbox_pools: dict = {}
         self._pools_lock = threading.Lock()
@@ -65,7 +65,7 @@ class LocalExecutor:
             return evaluate(
                 request.problem_source, request.candidate_source, target=request.target,
                 precision_policy=request.precision_policy, timeout_s=request.timeout_s,
-                config=config, reference_cache=self._references, baseline_cache=self._baselines,
+                config=config, reference_cache=self._references,
                 sandbox_pool=self.sandbox_pool(request.target, config),
             )
         except ProblemError as exc:  # the problem itself is unusable

@@ -74,7 +74,9 @@ def evaluate(
 
     Raises `ProblemError` / `ValueError` for bad problems, targets or policies; every
     candidate failure is a result with a status, never an exception. `sandbox_pool` (see
-    `candidate_pool`) hands out warm single-use sandboxes.
+    `candidate_pool`) hands out warm single-use sandboxes. `baseline_cache` is accepted for
+    older callers and unused: baselines live with the reference (`reference_cache`) and on
+    disk (`BaselineCache`).
     """
     started = time.monotonic()
     config = config or EvaluationConfig()
@@ -96,7 +98,7 @@ def evaluate(
                                 "problem defect: the reference output is degenerate, so it cannot "
                                 "tell a right kernel from a wrong one: " + "; ".join(reference.defects))
         else:
-            result = run.sandbox_stage(reference, baseline_cache, keep_workdir, sandbox_pool)
+            result = run.sandbox_stage(reference, keep_workdir, sandbox_pool)
         result.diagnostics.setdefault("phases", {})["reference_s"] = round(reference_s, 3)
     result.duration_s = round(time.monotonic() - started, 3)
     if "measurement_s" in result.diagnostics.get("phases", {}):
@@ -178,8 +180,8 @@ class _Run:
         return None
 
     # -- stage 2: the candidate's sandbox
-    def sandbox_stage(self, ref: ReferenceData, baseline_cache: dict | None,
-                      keep_workdir: bool, pool=None) -> EvaluationResult:
+    def sandbox_stage(self, ref: ReferenceData, keep_workdir: bool,
+                      pool=None) -> EvaluationResult:
         self._ref = ref
         self.lock_wait_s = 0.0
         t0 = time.monotonic()
@@ -257,13 +259,14 @@ class _Run:
         if not session.started:
             session.start()
         phase("startup")
+        out_cap = 2 * ref.output_bytes + (1 << 20)  # a wrong dtype may double them, no more
         init_slots, init_tensors = wire.encode_values(ref.init_inputs)
         reply, _ = self._request(session, "load", {
             "candidate_file": str(session.workdir / "candidate.py"), "init": init_slots,
             "state_keys": list(ref.state_dict), "state_offset": len(init_tensors),
             "seed": ref.init_seed, "max_outputs": len(ref.output_shapes),
             "output_shapes": ref.output_shapes,
-            "max_output_bytes": 2 * ref.output_bytes + (1 << 20),
+            "max_output_bytes": out_cap,
         }, init_tensors + list(ref.state_dict.values()))
         if not reply.get("ok"):
             return self._failed(reply, phases)
@@ -272,13 +275,12 @@ class _Run:
         for index, inputs in enumerate(sets):
             slots, tensors = wire.encode_values(inputs)
             self._request(session, "stage", {"set": index, "inputs": slots}, tensors)
-        out_cap = 2 * ref.output_bytes + (1 << 20)
 
         trials, outputs, evidence = [], [], []
         for index in range(len(ref.inputs)):
             reply, out = self._request(session, "call", {"set": index}, max_reply_bytes=out_cap)
             if not reply.get("ok"):
-                return self._failed(reply, phases, index, evidence)
+                return self._failed(reply, phases, index)
             evidence.append({"trial": index, **reply["evidence"]})
             outputs.append(out)
             trials.append(self._compare(index, ref.schedule[index][0], out, ref.outputs64[index]))
@@ -286,10 +288,10 @@ class _Run:
         report = {"trials": evidence, "phases": phases, "correctness": trials,
                   "outputs": outputs, "timing": dict(ref.baselines)}
         if all(t.passed for t in trials):
-            self._timed_checks(session, ref, report, out_cap)
+            self._timed_checks(session, ref, report)
             phase("timing")
             if self.config.ghost_replay:
-                report["ghost"] = self._ghost(session, ref, out_cap)
+                report["ghost"] = self._ghost(session, ref)
                 phase("ghost")
             if not self.hw.is_interpreter:
                 with quiet_gpu(cuda_device_key(), self.config.quiet_wait_s):
@@ -312,8 +314,7 @@ class _Run:
         return compare_trial(index, seed, [o.to(device) for o in out],
                              [r.to(device) for r in reference], self._ref.output_dtypes, self.tolerance)
 
-    def _timed_checks(self, session: SandboxSession, ref: ReferenceData, report: dict,
-                      out_cap: int) -> None:
+    def _timed_checks(self, session: SandboxSession, ref: ReferenceData, report: dict) -> None:
         """Time the candidate (the parent holds the GPU), check the timed outputs and one
         more call after timing against the reference."""
         n_sets = len(ref.inputs)
@@ -321,14 +322,13 @@ class _Run:
         side_streams = any(s != default for t in report["trials"] for s in t["streams"])
         header = {"sets": list(range(n_sets)), "timing": self.config.timing_spec(
             self.hw.l2_bytes or 64 << 20), "pad": not side_streams}
-        cap = out_cap * n_sets
         if self.hw.is_interpreter:
-            reply, outs = session.request("time", header, max_reply_bytes=cap)
+            reply, _ = session.request("time", header)
         else:
             t0 = time.monotonic()
             with quiet_gpu(cuda_device_key(), self.config.quiet_wait_s) as quiet:
                 self.lock_wait_s += time.monotonic() - t0
-                reply, outs = self._time_until_steady(session, header, cap, report)
+                reply = self._time_until_steady(session, header, report)
             report["timing_quiet"] = quiet
         if not reply.get("ok"):
             report["timing_error"] = reply.get("message", "timing failed")
@@ -379,27 +379,26 @@ class _Run:
         with gpu_activity(key):
             return session.request(kind, header, tensors, max_reply_bytes=max_reply_bytes)
 
-    def _time_until_steady(self, session: SandboxSession, header: dict, cap: int,
-                           report: dict) -> tuple[dict, list]:
+    def _time_until_steady(self, session: SandboxSession, header: dict, report: dict) -> dict:
         """Time; when the samples are too few or their IQR over `noisy_iqr_ratio` of the
         median, time again (up to `retime_attempts`) and keep the steadiest measurement."""
         best = None
         for attempt in range(1 + max(0, self.config.retime_attempts)):
-            reply, outs = session.request("time", header, max_reply_bytes=cap)
+            reply, _ = session.request("time", header)
             if not reply.get("ok"):
-                return reply, outs
+                return reply
             noise = _noise(reply["stats"])
             if best is None or noise < best[0]:
-                best = (noise, reply, outs)
+                best = (noise, reply)
             if noise <= self.config.noisy_iqr_ratio and \
                     reply["stats"].get("samples", 0) >= self.config.min_reps:
                 break
-        noise, reply, outs = best
+        noise, reply = best
         report["timing_attempts"] = attempt + 1
         report["timing_noise"] = round(noise, 4) if noise != float("inf") else None
-        return reply, outs
+        return reply
 
-    def _ghost(self, session: SandboxSession, ref: ReferenceData, out_cap: int) -> dict:
+    def _ghost(self, session: SandboxSession, ref: ReferenceData) -> dict:
         """Every Triton launch a no-op, fresh memory poisoned, inputs never seen: right
         outputs now mean something other than the candidate's kernels computed them."""
         ghost_set = len(ref.inputs)
@@ -420,8 +419,7 @@ class _Run:
                 "torch_bytes": evidence.get("torch_bytes", 0),
                 "dispatch_escapes": evidence.get("dispatch_escapes", {})}
 
-    def _failed(self, reply: dict, phases: dict, trial: int | None = None,
-                evidence: list | None = None) -> EvaluationResult:
+    def _failed(self, reply: dict, phases: dict, trial: int | None = None) -> EvaluationResult:
         kind = {"compile": "compile_error", "output": "incorrect"}.get(reply.get("error"),
                                                                         "runtime_error")
         message = reply.get("message", "the candidate failed")

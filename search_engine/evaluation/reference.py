@@ -23,7 +23,6 @@ class ReferenceData:
     init_seed: int
     init_inputs: list
     state_dict: dict
-    checksums: list
     outputs64: list[list]            # per trial: float64 outputs (CPU)
     output_dtypes: list[str]         # native dtype of each output
     output_shapes: list[list[int]]
@@ -96,13 +95,10 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
     finally:
         outcome = session.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    from search_engine.problems import inputs_checksum
-
     (ghost_inputs, ghost_outputs) = trials.pop()
     return ReferenceData(
         schedule=[tuple(t) for t in meta["schedule"][:-1]], init_seed=init_seed,
         init_inputs=init_inputs, state_dict=state,
-        checksums=[inputs_checksum(inputs) for inputs, _ in trials],
         outputs64=[out for _, out in trials], output_dtypes=meta["output_dtypes"],
         output_shapes=meta["output_shapes"], input_bytes=meta["input_bytes"],
         flops=meta["flops"], defects=meta["defects"], inputs=[inp for inp, _ in trials],

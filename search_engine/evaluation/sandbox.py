@@ -20,6 +20,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -136,8 +137,6 @@ class SandboxSession:
         return bool(self.ready)
 
     def start(self) -> dict:
-        import socket
-
         import search_engine.evaluation.wire as wire
 
         parent_sock, child_sock = socket.socketpair()
@@ -181,8 +180,6 @@ class SandboxSession:
         return reply, out
 
     def _receive(self, wire, max_bytes: int) -> tuple[dict, list]:
-        import socket
-
         remaining = self.budget_s - self.used_s
         if remaining <= 0:
             raise SandboxTimeout("time budget used up")
@@ -205,7 +202,7 @@ class SandboxSession:
         if not ready:
             return
         try:
-            peek = self.sock.recv(1, __import__("socket").MSG_PEEK)
+            peek = self.sock.recv(1, socket.MSG_PEEK)
         except OSError:
             return
         if peek:
@@ -336,7 +333,6 @@ class SandboxOutcome:
     timed_out: bool
     wall_s: float
     log: str
-    messages: list[dict] = field(default_factory=list)
     isolation: dict = field(default_factory=dict)
     memory_exceeded: bool = False
 

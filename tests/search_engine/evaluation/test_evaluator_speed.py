@@ -131,11 +131,11 @@ def test_noisy_timing_is_measured_again_and_the_steadiest_kept():
     run = _Run(library_problem("softmax", scale="small"), "", get_target("h200"), "strict", 60,
                EvaluationConfig(retime_attempts=2))
     session, report = _FakeSession([0.5, 0.3, 0.2]), {}
-    reply, _ = run._time_until_steady(session, {}, 0, report)
+    reply = run._time_until_steady(session, {}, report)
     assert session.calls == 3 and reply["stats"]["iqr_ms"] == 0.2
     assert report["timing_attempts"] == 3
     session, report = _FakeSession([0.5, 0.03]), {}
-    run._time_until_steady(session, {}, 0, report)
+    run._time_until_steady(session, {}, report)
     assert session.calls == 2 and report["timing_noise"] == pytest.approx(0.03)
 
 
