@@ -42,6 +42,12 @@ PROBLEMS = {
         "tiny": {"batch_size": 2, "dim1": 8, "dim2": 8},
         "mid": {"batch_size": 16, "dim1": 256, "dim2": 256},
         "official": {"batch_size": 112, "dim1": 512, "dim2": 512}}),
+    "layernorm": ("layernorm_wide.py", "layernorm_wide.py", "strict", {
+        "tiny": {"batch_size": 2, "features": 4, "dim1": 8, "dim2": 8},
+        "mid": {"batch_size": 16, "features": 64, "dim1": 64, "dim2": 64},
+        "official": {"batch_size": 16, "features": 64, "dim1": 256, "dim2": 256}}),
+    "matmul": ("matmul_square.py", "matmul_tf32x3.py", "strict", {
+        "tiny": {"N": 48}, "mid": {"N": 2048}, "official": {"N": 4096}}),
     "gemm_bias_relu": ("gemm_bias_relu_wide.py", None, "tf32", {
         "tiny": {"batch_size": 16, "in_features": 32, "out_features": 24},
         "mid": {"batch_size": 1024, "in_features": 8192, "out_features": 8192},
@@ -166,6 +172,7 @@ def _row(name, problem, first, first_s, later_s, later_r, measured, peak, sandbo
         "overhead_s": round(later_s - measured, 2) if later_s else None,
         "phases_first": first.diagnostics.get("phases", {}),
         "phases_later": later_r.diagnostics.get("phases", {}),
+        "resident_steps_later": later_r.diagnostics.get("resident_steps_s"),
         "peak_host_gb": round(peak.host_bytes / 1e9, 2),
         "peak_gpu_gb": round(peak.gpu_bytes / 1e9, 2),
         "sandboxes": sandboxes,

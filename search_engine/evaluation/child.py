@@ -6,11 +6,16 @@ outputs or the trial plan. It answers requests over one socket (see `wire`) and 
 parent checks every answer: outputs are compared by the parent, a reply out of order is a
 protocol violation, and nothing here decides a status.
 
+With `--resident` (GPU targets) input sets arrive as shared device buffers from the
+problem's sandbox (`device_share`) and outputs leave the same way, for the problem's
+sandbox to compare: nothing large crosses the host.
+
 Requests: `load` (init inputs + weights, build ModelNew), `stage` (keep an input set),
 `call` (one forward on a staged set; outputs back at once, so work cannot be deferred),
 `ghost` (the same with every Triton launch a no-op and fresh memory poisoned), `time`,
 `sample` (values of kept outputs at indices chosen after they were fixed),
-`profile`, `evidence`, `exit`. A `--mode ncu` run replays two calls from files for ncu.
+`share_kept` (kept outputs as shared buffers), `unstage`, `profile`, `evidence`, `exit`.
+A `--mode ncu` run replays two calls from files for ncu.
 """
 
 from __future__ import annotations
@@ -28,11 +33,18 @@ MAX_REQUEST_BYTES = 1 << 40  # the parent is trusted; its frames are bounded by 
 
 
 class CandidateServer:
-    def __init__(self, sock: socket.socket, device: str):
+    def __init__(self, sock: socket.socket, device: str, resident: bool = False):
         self.sock, self.device = sock, device
         self.gpu = device == "cuda"
         self.model = None
         self.sets: dict[int, list] = {}
+        self.staged_shared: dict[int, list] = {}  # set -> its imported shared buffers
+        self.sent_shared: list = []               # our last exported outputs
+        self.sharer = None
+        if resident:
+            from search_engine.evaluation.device_share import Sharer, backend_for
+
+            self.sharer = Sharer(backend_for(device))
         self.kept: dict[str, list] = {}  # outputs kept on the device until the parent samples
         self.max_outputs = 16
         self.max_output_bytes = 1 << 30
@@ -86,7 +98,7 @@ class CandidateServer:
         stream = self.torch.cuda.current_stream().cuda_stream if self.gpu else None
         wire.send(self.sock, {"kind": "ready", "pid": os.getpid(), "default_stream": stream})
         while True:
-            header, tensors = wire.recv(self.sock, MAX_REQUEST_BYTES)
+            header, tensors = wire.recv(self.sock, MAX_REQUEST_BYTES, max_fds=wire.MAX_FDS)
             kind = header.get("kind")
             handler = getattr(self, f"on_{kind}", None) if kind in REQUESTS else None
             if kind == "exit":
@@ -99,7 +111,9 @@ class CandidateServer:
                     reply, out = handler(header, tensors)
                 except BaseException as exc:  # noqa: BLE001 - report anything the candidate raises
                     reply, out = self._failure(exc), []
-            wire.send(self.sock, {"kind": "reply", "re": header.get("id"), **reply}, out)
+            wire.close_fds(header.pop("fds", []))  # those no handler took
+            fds = reply.pop("send_fds", [])
+            wire.send(self.sock, {"kind": "reply", "re": header.get("id"), **reply}, out, fds)
 
     def _failure(self, exc: BaseException) -> dict:
         error = "compile" if _is_triton_compile_error(exc) else "runtime"
@@ -134,16 +148,44 @@ class CandidateServer:
         return {"ok": True}, []
 
     def on_stage(self, header: dict, tensors: list) -> tuple[dict, list]:
+        which = int(header["set"])
+        if header.get("shared") is not None:
+            shared = self.sharer.import_all(header.pop("fds", []), header["shared"])
+            self.staged_shared[which] = shared
+            tensors = [s.tensor for s in shared]
         values = wire.decode_values(header["inputs"], tensors)
-        self.sets[int(header["set"])] = [x.to(self.device) if isinstance(x, self.torch.Tensor)
-                                         else x for x in values]
+        self.sets[which] = [x.to(self.device) if isinstance(x, self.torch.Tensor)
+                            else x for x in values]
         return {"ok": True}, []
 
+    def on_unstage(self, header: dict, tensors: list) -> tuple[dict, list]:
+        which = int(header["set"])
+        self.sets.pop(which, None)
+        self.sharer.release_all(self.staged_shared.pop(which, []))
+        return {"ok": True}, []
+
+    def on_share_kept(self, header: dict, tensors: list) -> tuple[dict, list]:
+        """The kept outputs as shared buffers (the problem's sandbox compares them)."""
+        layout, tensors_out = [], []
+        for name in sorted(self.kept):
+            layout.append({"name": name, "count": len(self.kept[name])})
+            tensors_out += self.kept[name]
+        self.kept.clear()
+        return {"ok": True, "layout": layout, **self._export(tensors_out)}, []
+
+    def _export(self, tensors: list) -> dict:
+        """Shared copies of `tensors`; the previous ones are released (one set in flight)."""
+        self.sharer.release_all(self.sent_shared)
+        self.sent_shared, fds, metas = self.sharer.export_all(tensors)
+        return {"shared": metas, "send_fds": fds}
+
     def on_call(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._call(int(header["set"]), ghost=False, keep=header.get("keep"))
+        return self._call(int(header["set"]), ghost=False, keep=header.get("keep"),
+                          share=bool(header.get("share")))
 
     def on_ghost(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._call(int(header["set"]), ghost=True, keep=header.get("keep"))
+        return self._call(int(header["set"]), ghost=True, keep=header.get("keep"),
+                          share=bool(header.get("share")))
 
     def on_sample(self, header: dict, tensors: list) -> tuple[dict, list]:
         """Values of the kept outputs at indices the parent chose after they were fixed."""
@@ -160,14 +202,18 @@ class CandidateServer:
         self.kept.clear()
         return {"ok": True, "layout": layout}, out
 
-    def _call(self, which: int, ghost: bool, keep: str | None = None) -> tuple[dict, list]:
+    def _call(self, which: int, ghost: bool, keep: str | None = None,
+              share: bool = False) -> tuple[dict, list]:
         torch = self.torch
         from contextlib import ExitStack
 
         from search_engine.evaluation.hooks import poisoned_allocations, result_spotter
 
         inputs = self.sets[which]
-        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        # Shared inputs are watched (and restored) by the problem's sandbox, which owns them.
+        watched_here = which not in self.staged_shared
+        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] \
+            if watched_here else None
         mark = self.recorder.mark()
         aten_before = dict(self.aten.inside_kernel) if self.aten else {}
         host_before = dict(self.host_reads)
@@ -194,7 +240,9 @@ class CandidateServer:
         except TypeError as exc:
             raise OutputRejected(str(exc)) from None
         # Copied now: a later call cannot repair (or spoil) what this one returned.
-        if keep:
+        if share:  # exporting copies them (after the size check below)
+            copies = [o.detach() for o in outputs]
+        elif keep:
             copies = [o.detach().clone() for o in outputs]
             self.kept[keep] = copies
             for i, t in enumerate(spotter.found if spotter else []):
@@ -211,7 +259,7 @@ class CandidateServer:
             "other_launches": sorted({launch.name for launch in launches if not launch.own}),
             "streams": sorted({launch.stream for launch in launches
                                if launch.own and launch.stream is not None}),
-            "mutations": _mutations(inputs, pristine),
+            "mutations": _mutations(inputs, pristine) if watched_here else [],
             "aliases": _aliases(outputs, inputs),
             "kernel_seconds": sum(launch.seconds for launch in launches if launch.own),
             "kernel_bytes": sum(launch.arg_bytes for launch in launches if launch.own),
@@ -221,10 +269,14 @@ class CandidateServer:
             "dispatch_escapes": _grown(escapes_before, self.escapes),
             "spotted": len(spotter.found) if spotter is not None and not keep else 0,
         }
-        if not ghost:
+        if not ghost and watched_here:
             for i, x in enumerate(inputs):  # a mutating candidate must not poison later calls
                 if isinstance(x, torch.Tensor):
                     x.copy_(pristine[i])
+        if share:
+            spotted = list(spotter.found) if spotter else []
+            return {"ok": True, "evidence": {**evidence, "spotted": len(spotted)},
+                    "n_outputs": len(copies), **self._export(copies + spotted)}, []
         if keep:
             return {"ok": True, "evidence": evidence, "kept": keep}, []
         return {"ok": True, "evidence": evidence}, copies + (
@@ -275,7 +327,8 @@ class OutputRejected(TypeError):
     """What forward returned cannot be an answer (not plain tensors, too many, too big)."""
 
 
-REQUESTS = {"load", "stage", "call", "ghost", "sample", "time", "profile", "evidence", "exit"}
+REQUESTS = {"load", "stage", "unstage", "call", "ghost", "sample", "share_kept", "time",
+            "profile", "evidence", "exit"}
 
 
 def _install_interpreter_compat() -> None:
@@ -388,6 +441,14 @@ def replay_for_ncu(inputs_file: str, candidate_file: str) -> None:
     model = module.ModelNew(*data["init"])
     _load_weights(model, data["state"])
     model = model.to("cuda").eval()
+    if "draw" in data:  # resident evaluations: trial 0 drawn here, on the device
+        from search_engine.problems import make_trial_inputs
+
+        problem = exec_module(Path(data["problem_file"]).read_text(), "kernelhub_problem",
+                              data["problem_file"])
+        seed, scale, shift = data["draw"]
+        with torch.device("cuda"):
+            data["inputs"] = make_trial_inputs(problem, int(seed), float(scale), float(shift))
     inputs = [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in data["inputs"]]
     call = _timing_call(model)
     for _ in range(2):
@@ -402,11 +463,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="serve", choices=["serve", "ncu"])
     parser.add_argument("--inputs")
     parser.add_argument("--candidate")
+    parser.add_argument("--resident", action="store_true",
+                        help="input sets and outputs as shared buffers (see device_share)")
     args = parser.parse_args(argv)
     if args.mode == "ncu":
         replay_for_ncu(args.inputs, args.candidate)
         os._exit(0)
-    wire.run_server(args.sock, lambda sock: CandidateServer(sock, args.device))
+    wire.run_server(args.sock, lambda sock: CandidateServer(sock, args.device, args.resident))
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 
 # (scale, shift) applied to every floating input of a trial: not only N(0, 1).
@@ -65,6 +66,11 @@ class EvaluationConfig:
     retime_attempts: int = 2
     quiet_wait_s: float = 30.0     # how long a timing waits for our other GPU work to stop
     baseline_cache_dir: str | None = None  # None: $KERNELHUB_CACHE_DIR or ~/.cache/kernelhub
+    # tensors stay on the device (device_share): "auto" on GPU targets, "on" (also the CPU,
+    # through shared memory), "off" (tensors travel through the parent)
+    resident: str = field(default_factory=lambda: os.environ.get("KERNELHUB_RESIDENT", "auto"))
+    resident_timing_bytes: int = 1 << 30  # timing rotates all trials' inputs below this total
+    ncu_max_input_bytes: int = 2 << 30    # ncu replays inputs from a file: skipped above this
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3
     # the problem's own sandbox: reference outputs and baselines
@@ -91,6 +97,11 @@ class EvaluationConfig:
                 "min_timing_ms": self.min_timing_ms, "min_reps": self.min_reps,
                 "max_reps": self.max_reps, "l2_flush_factor": self.l2_flush_factor,
                 "interpreter_reps": self.interpreter_reps}
+
+    def resident_on(self, device: str) -> bool:
+        if self.resident not in ("auto", "on", "off"):
+            raise ValueError(f"resident must be auto, on or off, not {self.resident!r}")
+        return self.resident == "on" or (self.resident == "auto" and device == "cuda")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -21,28 +21,50 @@ def compare_trial(trial: int, seed: int, outputs: list, reference: list, expecte
             return fail(f"output {i}: shape {list(out.shape)}, expected {list(ref.shape)}")
         if i < len(expected_dtypes) and str(out.dtype) != expected_dtypes[i]:
             return fail(f"output {i}: dtype {out.dtype}, expected {expected_dtypes[i]}")
-        if out.is_floating_point() and not torch.isfinite(out).all():
-            bad = int((~torch.isfinite(out)).sum())
-            return fail(f"output {i}: {bad} NaN/Inf values")
-        o, r = out.double(), ref.double()
-        diff = (o - r).abs()
-        abs_err = float(diff.max()) if diff.numel() else 0.0
-        rel_err = float((diff / r.abs().clamp_min(1e-12)).max()) if diff.numel() else 0.0
-        ref_norm = float(torch.linalg.vector_norm(r))
-        norm_err = float(torch.linalg.vector_norm(o - r)) / max(ref_norm, 1e-30)
-        rms = ref_norm / max(r.numel(), 1) ** 0.5
-        allowed = tol.atol_rms * rms + tol.rtol * r.abs()
-        elementwise_ok = bool((diff <= allowed).all())
+        if out.is_floating_point():
+            bad = sum(int((~torch.isfinite(c)).sum()) for c in _chunks(out))
+            if bad:
+                return fail(f"output {i}: {bad} NaN/Inf values")
+        abs_err, rel_err, norm_err, over, count = _errors(out, ref, tol)
         worst = (max(worst[0], abs_err), max(worst[1], rel_err), max(worst[2], norm_err))
-        if norm_err > tol.rel_norm or not elementwise_ok:
-            over = int((diff > allowed).sum())
+        if norm_err > tol.rel_norm or over:
             return fail(
                 f"output {i}: relative norm error {norm_err:.3g} (limit {tol.rel_norm:g}, "
-                f"{tol.precision_class}); {over} of {diff.numel()} elements outside "
+                f"{tol.precision_class}); {over} of {count} elements outside "
                 f"atol={tol.atol_rms:g}*rms+rtol={tol.rtol:g}*|ref|",
                 abs_err, rel_err, norm_err,
             )
     return TrialError(trial, seed, worst[0], worst[1], worst[2], True, "")
+
+
+CHUNK = 1 << 25  # elements per pass: float64 temporaries stay at a few hundred MB
+
+
+def _chunks(t):
+    flat = t.reshape(-1)
+    return [flat[i:i + CHUNK] for i in range(0, flat.numel(), CHUNK)] or [flat]
+
+
+def _errors(out, ref, tol: Tolerance) -> tuple[float, float, float, int, int]:
+    """(max abs error, max rel error, relative norm error, elements outside the elementwise
+    bound, elements), in chunks so that outputs of many GB compare in bounded memory."""
+    import torch
+
+    ref_sq = sum(float(torch.linalg.vector_norm(r.double())) ** 2 for r in _chunks(ref))
+    ref_norm = ref_sq ** 0.5
+    rms = ref_norm / max(ref.numel(), 1) ** 0.5
+    abs_err = rel_err = diff_sq = 0.0
+    over = 0
+    for o, r in zip(_chunks(out), _chunks(ref)):
+        o, r = o.double(), r.double()
+        diff = (o - r).abs()
+        if not diff.numel():
+            continue
+        abs_err = max(abs_err, float(diff.max()))
+        rel_err = max(rel_err, float((diff / r.abs().clamp_min(1e-12)).max()))
+        diff_sq += float(torch.linalg.vector_norm(diff)) ** 2
+        over += int((diff > tol.atol_rms * rms + tol.rtol * r.abs()).sum())
+    return abs_err, rel_err, diff_sq ** 0.5 / max(ref_norm, 1e-30), over, out.numel()
 
 
 def rel_norm_distance(outputs: list, reference: list) -> float:
@@ -53,7 +75,8 @@ def rel_norm_distance(outputs: list, reference: list) -> float:
     for out, ref in zip(outputs, reference):
         if tuple(out.shape) != tuple(ref.shape):
             return float("inf")
-        d = torch.nan_to_num(out.double() - ref.double(), nan=1e30, posinf=1e30, neginf=1e30)
-        num += float(torch.linalg.vector_norm(d)) ** 2
-        den += float(torch.linalg.vector_norm(ref.double())) ** 2
+        for o, r in zip(_chunks(out), _chunks(ref)):
+            d = torch.nan_to_num(o.double() - r.double(), nan=1e30, posinf=1e30, neginf=1e30)
+            num += float(torch.linalg.vector_norm(d)) ** 2
+            den += float(torch.linalg.vector_norm(r.double())) ** 2
     return (num ** 0.5) / max(den ** 0.5, 1e-30)

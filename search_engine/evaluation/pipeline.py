@@ -98,7 +98,12 @@ def evaluate(
                                 "problem defect: the reference output is degenerate, so it cannot "
                                 "tell a right kernel from a wrong one: " + "; ".join(reference.defects))
         else:
-            result = run.sandbox_stage(reference, keep_workdir, sandbox_pool)
+            try:
+                result = run.sandbox_stage(reference, keep_workdir, sandbox_pool)
+            except ProblemError as exc:  # the problem's resident sandbox failed mid-way
+                result = run.result("runtime_error", f"the evaluation could not finish: {exc}")
+        if reference_cache is None and reference.link is not None:
+            reference.link.close()
         result.diagnostics.setdefault("phases", {})["reference_s"] = round(reference_s, 3)
     result.duration_s = round(time.monotonic() - started, 3)
     if "measurement_s" in result.diagnostics.get("phases", {}):
@@ -112,10 +117,14 @@ def candidate_pool(target: str | HardwareTarget, config: EvaluationConfig | None
     """Warm single-use sandboxes for candidates of `target` (the caller closes it)."""
     config = config or EvaluationConfig()
     hw = target if isinstance(target, HardwareTarget) else get_target(target)
-    return SandboxPool("search_engine.evaluation.child",
-                       ["--device", "cpu" if hw.is_interpreter else "cuda"], size=size,
+    return SandboxPool("search_engine.evaluation.child", _child_args(hw, config), size=size,
                        limits=config.limits, env_extra=_candidate_env(hw),
                        gpu=not hw.is_interpreter, log_chars=config.log_chars)
+
+
+def _child_args(hw: HardwareTarget, config: EvaluationConfig) -> list[str]:
+    device = "cpu" if hw.is_interpreter else "cuda"
+    return ["--device", device] + (["--resident"] if config.resident_on(device) else [])
 
 
 def _candidate_env(hw: HardwareTarget) -> dict[str, str]:
@@ -228,7 +237,7 @@ class _Run:
         """A warm sandbox from `pool` (single use) or a fresh one started by `_drive`."""
         if pool is not None:
             return pool.take(self.timeout_s)
-        return SandboxSession("search_engine.evaluation.child", ["--device", self.device],
+        return SandboxSession("search_engine.evaluation.child", _child_args(self.hw, self.config),
                               make_workdir(), timeout_s=self.timeout_s,
                               limits=self.config.limits, env_extra=self._env(),
                               gpu=not self.hw.is_interpreter, log_chars=self.config.log_chars)
@@ -271,6 +280,13 @@ class _Run:
         if not reply.get("ok"):
             return self._failed(reply, phases)
         phase("load_candidate")
+        if ref.resident:
+            from search_engine.evaluation.resident import ResidentDrive
+
+            report = ResidentDrive(self, session, ref).drive(phases, phase)
+            if isinstance(report, EvaluationResult):
+                return report
+            return self._finish(session, report)
         sets = [*ref.inputs, ref.ghost_inputs]
         for index, inputs in enumerate(sets):
             slots, tensors = wire.encode_values(inputs)
@@ -293,19 +309,27 @@ class _Run:
             if self.config.ghost_replay:
                 report["ghost"] = self._ghost(session, ref)
                 phase("ghost")
-            if not self.hw.is_interpreter:
-                with quiet_gpu(cuda_device_key(), self.config.quiet_wait_s):
-                    reply, _ = session.request("profile", {
-                        "sets": list(range(len(ref.inputs))),
-                        "iterations": self.config.profile_iterations})
-                if reply.get("ok"):
-                    report["profile_us"] = reply["profile_us"]
-                else:
-                    report["profile_error"] = reply.get("message", "profiler failed")
-                phase("profile")
+            self._profile(session, report, list(range(len(ref.inputs))))
+            phase("profile")
+        return self._finish(session, report)
+
+    def _profile(self, session: SandboxSession, report: dict, sets: list[int]) -> None:
+        """Device time per kernel (for coverage), with the GPU to ourselves."""
+        if self.hw.is_interpreter:
+            return
+        with quiet_gpu(cuda_device_key(), self.config.quiet_wait_s):
+            reply, _ = session.request("profile", {
+                "sets": sets, "iterations": self.config.profile_iterations})
+        if reply.get("ok"):
+            report["profile_us"] = reply["profile_us"]
+        else:
+            report["profile_error"] = reply.get("message", "profiler failed")
+
+    def _finish(self, session: SandboxSession, report: dict) -> dict:
         reply, _ = session.request("evidence")
         if reply.get("ok"):
-            report.update({k: v for k, v in reply.items() if k not in ("ok", "kind", "re")})
+            report.update({k: v for k, v in reply.items()
+                           if k not in ("ok", "kind", "re", "fds", "fd_count")})
         session.request("exit")
         return report
 
@@ -333,12 +357,7 @@ class _Run:
         if not reply.get("ok"):
             report["timing_error"] = reply.get("message", "timing failed")
             return
-        report["timing"]["candidate"] = reply["stats"]
-        for key in ("host_median_ms", "measured_s"):
-            report[key] = reply.get(key)
-        report["timing_floor_ms"] = reply.get("floor_ms")
-        report["timing_raw_median_ms"] = reply.get("raw_median_ms")
-        report["timing_pad_ms"] = reply.get("pad_ms")
+        self._record_timing(report, reply)
         for entry in reply.get("last", []):
             if not 0 <= int(entry["set"]) < n_sets:
                 raise ProtocolViolation(f"timed outputs for an input set {entry['set']} never "
@@ -358,6 +377,15 @@ class _Run:
         consistency.append({"trial": 0, "after_timing": True, "rel_norm_diff": after})
         report["timed_consistency"] = consistency
 
+    @staticmethod
+    def _record_timing(report: dict, reply: dict) -> None:
+        report["timing"]["candidate"] = reply["stats"]
+        for key in ("host_median_ms", "measured_s"):
+            report[key] = reply.get(key)
+        report["timing_floor_ms"] = reply.get("floor_ms")
+        report["timing_raw_median_ms"] = reply.get("raw_median_ms")
+        report["timing_pad_ms"] = reply.get("pad_ms")
+
     def _sample(self, session: SandboxSession, outputs: list) -> tuple[dict, dict]:
         """Ask for the kept outputs at random indices (per output size) chosen now."""
         idx = {o.numel(): _random_indices(o.numel(), self.config.sample_elements)
@@ -373,11 +401,13 @@ class _Run:
         return got, idx
 
     def _request(self, session: SandboxSession, kind: str, header: dict | None = None,
-                 tensors: list | None = None, max_reply_bytes: int = 1 << 20):
+                 tensors: list | None = None, max_reply_bytes: int = 1 << 20,
+                 fds: list[int] | None = None, max_reply_fds: int = 0):
         """A request whose GPU work must not overlap another candidate's timing."""
         key = None if self.hw.is_interpreter else cuda_device_key()
         with gpu_activity(key):
-            return session.request(kind, header, tensors, max_reply_bytes=max_reply_bytes)
+            return session.request(kind, header, tensors, max_reply_bytes=max_reply_bytes,
+                                   fds=fds, max_reply_fds=max_reply_fds)
 
     def _time_until_steady(self, session: SandboxSession, header: dict, report: dict) -> dict:
         """Time; when the samples are too few or their IQR over `noisy_iqr_ratio` of the
@@ -448,9 +478,10 @@ class _Run:
         flags += rc.check_host_compute(report)
         flags += rc.check_dispatch_escapes(report)
         flags += rc.check_ghost_replay(report.get("ghost"))
+        references = report.get("sampled_references", ref.outputs64)
         if not all(t.passed for t in trials):
-            flags += rc.check_result_reuse(outputs, ref.outputs64, self.tolerance.rel_norm)
-            flags += rc.check_constant_output(outputs, ref.outputs64)
+            flags += rc.check_result_reuse(outputs, references, self.tolerance.rel_norm)
+            flags += rc.check_constant_output(outputs, references)
         if report.get("timing_error"):
             flags.append(IntegrityFlag("runtime.timing_failed",
                                        f"the candidate failed while being timed: "
@@ -468,7 +499,8 @@ class _Run:
 
         coverage, coverage_method = _coverage(report, interpreter)
         kernels = diag.kernel_rows(report.get("kernel_metadata", []))
-        out_bytes = sum(o.numel() * o.element_size() for o in outputs[0]) if outputs else 0
+        out_bytes = ref.output_bytes if ref.resident else \
+            sum(o.numel() * o.element_size() for o in outputs[0]) if outputs else 0
         weight_bytes = sum(v.numel() * v.element_size() for v in ref.state_dict.values())
         roof = diag.roofline(self.hw, ref.input_bytes + out_bytes + weight_bytes, ref.flops,
                              self.precision_class, None if interpreter else cand_ms)
@@ -483,6 +515,8 @@ class _Run:
         }
         if report.get("measured_s") is not None:
             diagnostics["phases"]["measurement_s"] = round(report["measured_s"], 3)
+        if report.get("resident_steps"):
+            diagnostics["resident_steps_s"] = report["resident_steps"]
         if ref.notes:
             diagnostics["trial_plan_notes"] = ref.notes
         if report.get("ghost"):
@@ -557,8 +591,13 @@ class _Run:
 
         log_file = workdir / "ncu.csv"
         inputs_file = workdir / "ncu_inputs.pt"
-        torch.save({"init": ref.init_inputs, "state": ref.state_dict, "seed": ref.init_seed,
-                    "inputs": ref.inputs[0]}, inputs_file)
+        data = {"init": ref.init_inputs, "state": ref.state_dict, "seed": ref.init_seed}
+        if ref.resident:  # the replay draws trial 0 on the device itself
+            (workdir / "ncu_problem.py").write_text(self.problem.source)
+            data.update(draw=list(ref.schedule[0]), problem_file=str(workdir / "ncu_problem.py"))
+        else:
+            data["inputs"] = ref.inputs[0]
+        torch.save(data, inputs_file)
         argv = [*diag.ncu_command(kernel_names, str(log_file)), sys.executable, "-m",
                 "search_engine.evaluation.child", "--mode", "ncu", "--device", "cuda",
                 "--inputs", str(inputs_file), "--candidate", str(workdir / "candidate.py")]

@@ -36,6 +36,16 @@ class ReferenceData:
     notes: list[str] = field(default_factory=list)    # trial-plan adaptations
     isolation: dict = field(default_factory=dict)
     duration_s: float = 0.0
+    link: "ResidentReference | None" = None  # resident: the live problem sandbox
+    timing_sets: int = 0                      # input sets the timing rotates (resident)
+
+    @property
+    def resident(self) -> bool:
+        return self.link is not None
+
+    @property
+    def trial_count(self) -> int:
+        return len(self.schedule)
 
     @property
     def output_bytes(self) -> int:
@@ -64,6 +74,9 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
     plan = [list(t) for t in schedule] + [list(ghost)]
     env = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"} \
         if device == "cpu" else {}
+    if config.resident_on(device):
+        return _compute_resident(problem, schedule, init_seed, device, config, l2_bytes,
+                                 plan, env, workdir, started)
     session = SandboxSession("search_engine.evaluation.reference_child", ["--device", device],
                              workdir, timeout_s=config.reference_timeout_s, limits=config.limits,
                              env_extra=env, gpu=device == "cuda", log_chars=config.log_chars)
@@ -106,6 +119,119 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
         notes=meta["notes"], isolation=outcome.isolation,
         duration_s=round(time.monotonic() - started, 3),
     )
+
+
+def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, config,
+                      l2_bytes: int, plan: list, env: dict, workdir, started: float) -> ReferenceData:
+    """The problem's sandbox set up and kept alive: trials are drawn, shared and judged
+    there, per candidate (see `ResidentReference`)."""
+    import time
+
+    from search_engine.evaluation import wire
+    from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_activity
+    from search_engine.evaluation.sandbox import (
+        ProtocolViolation, SandboxDied, SandboxSession, SandboxTimeout,
+    )
+
+    session = SandboxSession("search_engine.evaluation.reference_child",
+                             ["--device", device, "--resident"], workdir,
+                             timeout_s=config.reference_timeout_s, limits=config.limits,
+                             env_extra=env, gpu=device == "cuda", log_chars=config.log_chars)
+    cache = BaselineCache(config.baseline_cache_dir)
+    try:
+        session.start()
+        with gpu_activity(None if device == "cpu" else cuda_device_key()):
+            meta, tensors = _ask(session, "setup", {"problem_file": str(workdir / "problem.py"),
+                                                    "seed": init_seed, "schedule": plan})
+        init_inputs = wire.decode_values(meta["init"], tensors)
+        state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
+        n_trials = len(schedule)
+        sets = n_trials if meta["input_bytes"] * n_trials <= config.resident_timing_bytes else 1
+        baselines = {}
+        if config.time_baselines:
+            key = cache.key(problem, schedule, init_seed, device, config, l2_bytes)
+            baselines = cache.get(key)
+            if baselines is None:
+                baselines = _baselines(session, config, device, sets, l2_bytes)
+                cache.put(key, baselines)
+    except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
+        outcome = session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        detail = "out of memory" if outcome.memory_exceeded else str(exc)
+        raise ProblemError(f"the problem's reference Model failed to run in its sandbox "
+                           f"({detail}); log: {outcome.log[-1500:]}") from None
+    except BaseException:
+        session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    link = ResidentReference(session, workdir, config.reference_timeout_s,
+                             slots=_memory_slots(device, meta, config))
+    return ReferenceData(
+        schedule=[tuple(t) for t in meta["schedule"][:-1]], init_seed=init_seed,
+        init_inputs=init_inputs, state_dict=state, outputs64=[],
+        output_dtypes=meta["output_dtypes"], output_shapes=meta["output_shapes"],
+        input_bytes=meta["input_bytes"], flops=meta["flops"], defects=meta["defects"],
+        baselines=baselines, notes=meta["notes"], isolation=session.isolation,
+        duration_s=round(time.monotonic() - started, 3), link=link, timing_sets=sets)
+
+
+def _memory_slots(device: str, meta: dict, config) -> int:
+    """How many candidates may hold an open trial at once: each needs about four times one
+    trial's tensors on the device (shared inputs and the private copy, the float64
+    reference, the candidate's outputs and their shared copy)."""
+    if device != "cuda":
+        return 4
+    import torch
+
+    out_bytes = sum(int(torch.Size(s).numel()) * 8 for s in meta["output_shapes"])
+    need = 2 * meta["input_bytes"] + 2 * out_bytes + 1
+    total = torch.cuda.get_device_properties(0).total_memory
+    return max(1, min(8, int(0.6 * total // (2 * need))))
+
+
+class ResidentReference:
+    """The problem's sandbox, alive for as long as the reference is cached: candidates open
+    a trial (inputs exported as shared buffers), hand their shared outputs to `judge`, and
+    close it. One request at a time; `slots` bounds how many candidates hold trials."""
+
+    def __init__(self, session, workdir, timeout_s: float, slots: int):
+        self.session, self.workdir, self.timeout_s = session, workdir, timeout_s
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(slots)
+        self.slot_count = slots
+        self.closed = False
+        import atexit
+
+        atexit.register(self.close)  # the problem's sandbox must not outlive the evaluator
+
+    def ask(self, kind: str, header: dict | None = None, fds: list[int] | None = None,
+            max_reply_fds: int = 0) -> tuple[dict, list]:
+        with self.lock:
+            if self.closed:
+                raise ProblemError("the problem's sandbox was closed")
+            self.session.renew(self.timeout_s)
+            reply, tensors = self.session.request(kind, header, fds=fds,
+                                                  max_reply_bytes=256 << 20,
+                                                  max_reply_fds=max_reply_fds)
+        if not reply.get("ok"):
+            from search_engine.evaluation import wire
+
+            wire.close_fds(reply.get("fds", []))
+            raise ProblemError(f"the problem's sandbox failed to {kind}: {reply.get('message')}")
+        return reply, tensors
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                self.session.renew(10.0)
+                self.session.request("exit")
+            except Exception:  # noqa: BLE001 - it is killed below either way
+                pass
+            self.session.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def _ask(session, kind: str, header: dict | None = None) -> tuple[dict, list]:
@@ -226,6 +352,16 @@ class ReferenceCache:
                                      l2_bytes=l2_bytes)
             with self._lock:
                 if len(self._entries) >= self.max_entries:
-                    self._entries.pop(next(iter(self._entries)))
+                    evicted = self._entries.pop(next(iter(self._entries)))
+                    if evicted.link is not None:
+                        evicted.link.close()
                 self._entries[key] = data
             return data
+
+    def close(self) -> None:
+        """Stop the problems' sandboxes kept alive for resident references."""
+        with self._lock:
+            entries, self._entries = list(self._entries.values()), {}
+        for data in entries:
+            if data.link is not None:
+                data.link.close()

@@ -8,6 +8,12 @@ passes inputs to the candidate's sandbox one call at a time.
 
 Requests: `setup` (returns the plan as adapted, init inputs, weights, dtypes, FLOPs),
 `trial` (one trial's inputs and float64 outputs), `baselines`, `exit`.
+
+With `--resident` (GPU targets) nothing large leaves the device: `setup` keeps no trial;
+`open` draws one trial's inputs on the GPU, computes its float64 reference there and
+exports the inputs as shared buffers (`device_share`); `judge` imports the candidate's
+shared outputs and compares them on the GPU, answering with numbers and small samples
+only; `close` frees the trial. Peak memory is a few times one trial, not the whole plan.
 """
 
 from __future__ import annotations
@@ -30,32 +36,42 @@ ADAPTATIONS = ((1.0, 0.25), (1.0, 0.1), (0.5, 0.0), (None, None))
 
 
 class ReferenceServer:
-    def __init__(self, sock: socket.socket, device: str):
+    def __init__(self, sock: socket.socket, device: str, resident: bool = False):
         import torch
 
         self.sock, self.device, self.torch = sock, device, torch
+        self.resident = resident
         self.module = self.model = self.model64 = None
         self.trials: list[tuple[list, list]] = []  # (inputs, float64 outputs) per trial
+        self.schedule: list[tuple[int, float, float]] = []  # as adapted by setup
+        self.open_trials: dict[str, dict] = {}
+        self.sharer = None
+        if resident:
+            from search_engine.evaluation.device_share import Sharer, backend_for
+
+            self.sharer = Sharer(backend_for(device))
 
     def serve(self) -> None:
         wire.send(self.sock, {"kind": "ready", "pid": os.getpid()})
         while True:
-            header, tensors = wire.recv(self.sock, 1 << 40)
+            header, tensors = wire.recv(self.sock, 1 << 40, max_fds=wire.MAX_FDS)
             kind = header.get("kind")
             if kind == "exit":
                 wire.send(self.sock, {"kind": "bye", "re": header.get("id")})
                 return
-            handler = getattr(self, f"on_{kind}", None) if kind in ("setup", "trial",
-                                                                     "baselines") else None
+            handler = getattr(self, f"on_{kind}", None) if kind in REQUESTS else None
+            fds: list[int] = []
             try:
                 if handler is None:
                     raise ValueError(f"unknown request {kind!r}")
                 reply, out = handler(header)
+                fds = reply.pop("send_fds", [])
             except BaseException as exc:  # noqa: BLE001 - the problem's failure, reported
                 reply = {"ok": False, "message": f"{type(exc).__name__}: {exc}"[:2000],
                          "traceback": traceback.format_exc(limit=8)[-4000:]}
                 out = []
-            wire.send(self.sock, {"kind": "reply", "re": header.get("id"), **reply}, out)
+            wire.close_fds(header.pop("fds", []))  # those no handler took
+            wire.send(self.sock, {"kind": "reply", "re": header.get("id"), **reply}, out, fds)
 
     def on_setup(self, header: dict) -> tuple[dict, list]:
         torch = self.torch
@@ -100,7 +116,12 @@ class ReferenceServer:
                 defects.append(f"trial {index} (seed {trial_seed}, scale {scale:g}, "
                                f"shift {shift:g}): {defect}")
             schedule.append([trial_seed, *used])
-            self.trials.append((inputs, out))
+            if self.resident:
+                del inputs, out  # drawn again on the device when a candidate needs them
+                self._free()
+            else:
+                self.trials.append((inputs, out))
+        self.schedule = [tuple(t) for t in schedule]
         init_slots, init_tensors = wire.encode_values(init_inputs)
         reply = {"ok": True, "init": init_slots, "state_keys": list(state),
                  "state_offset": len(init_tensors), "schedule": schedule, "notes": notes,
@@ -111,9 +132,7 @@ class ReferenceServer:
     def _informative_trial(self, seed: int, scale: float, shift: float):
         """The trial's inputs and float64 outputs; when (scale, shift) makes a reference that
         is informative on its own inputs degenerate, a milder (scale, shift) instead."""
-        from search_engine.problems import make_trial_inputs
-
-        inputs = make_trial_inputs(self.module, seed, scale, shift)
+        inputs = self._draw(seed, scale, shift)
         out = self._reference64(inputs)
         if not degenerate_reason(out) or (scale, shift) == (1.0, 0.0):
             return inputs, out, (scale, shift), ""
@@ -122,7 +141,7 @@ class ReferenceServer:
                 alt_scale, alt_shift = 1.0, 0.0
             else:
                 alt_scale, alt_shift = scale_factor * scale ** 0.5, shift_factor * shift
-            candidate = make_trial_inputs(self.module, seed, alt_scale, alt_shift)
+            candidate = self._draw(seed, alt_scale, alt_shift)
             alt_out = self._reference64(candidate)
             if not degenerate_reason(alt_out):
                 return (candidate, alt_out, (alt_scale, alt_shift),
@@ -131,11 +150,119 @@ class ReferenceServer:
                         f"shift {alt_shift:.3g}")
         return inputs, out, (scale, shift), ""
 
+    def _draw(self, seed: int, scale: float, shift: float) -> list:
+        """One trial's inputs; resident: drawn on the device (`get_inputs()` under a CUDA
+        default device, so nothing large is made on the host)."""
+        from search_engine.problems import make_trial_inputs
+
+        if not self.resident:
+            return make_trial_inputs(self.module, seed, scale, shift)
+        with self.torch.device(self.device):
+            inputs = make_trial_inputs(self.module, seed, scale, shift)
+        return _on(inputs, None, self.device)
+
     def _reference64(self, inputs: list) -> list:
         torch = self.torch
         with torch.no_grad():
-            out = self.model64(*_on(inputs, torch.float64, self.device))
-        return [o.detach().cpu() for o in _as_list(out)]
+            out = _as_list(self.model64(*_on(inputs, torch.float64, self.device)))
+        if self.resident:
+            return [o.detach() for o in out]
+        return [o.detach().cpu() for o in out]
+
+    def _free(self) -> None:
+        if self.device == "cuda":
+            self.torch.cuda.empty_cache()
+
+    # -- resident trials (see the module's docstring)
+    def on_open(self, header: dict) -> tuple[dict, list]:
+        """Trial `index`'s inputs as shared buffers; the reference stays here."""
+        index = int(header["index"])
+        seed, scale, shift = self.schedule[index]
+        inputs = self._draw(int(seed), float(scale), float(shift))
+        reference = self._reference64(inputs)
+        self._free()
+        tensors = [x for x in inputs if isinstance(x, self.torch.Tensor)]
+        shared, fds, metas = self.sharer.export_all(tensors)
+        slots, _ = wire.encode_values(inputs)
+        del inputs, tensors  # the shared copies are the inputs from now on
+        self._free()
+        handle = f"t{index}-{os.urandom(4).hex()}"
+        self.open_trials[handle] = {"reference": reference, "shared": shared,
+                                    "draw": (int(seed), float(scale), float(shift)),
+                                    "fingerprints": [_fingerprint(x.tensor) for x in shared]}
+        return {"ok": True, "handle": handle, "inputs": slots, "shared": metas,
+                "n_outputs": len(reference), "send_fds": fds}, []
+
+    def on_judge(self, header: dict) -> tuple[dict, list]:
+        """Compare the candidate's shared outputs with the open trial's reference; answer
+        with errors, distances and values at the parent's sample indices."""
+        from search_engine.evaluation.correctness import compare_trial, rel_norm_distance
+        from search_engine.evaluation.result import TrialError
+        from search_engine.evaluation.tolerances import Tolerance
+
+        trial = self.open_trials[header["handle"]]
+        got = self.sharer.import_all(header.pop("fds", []), header.get("shared", []))
+        try:
+            outputs = [s.tensor for s in got]
+            reference = trial["reference"]
+            groups = header.get("groups") or [len(outputs)]
+            first = outputs[:groups[0]]
+            reply: dict = {"ok": True, "mutations": self._mutations(trial), "distances": [
+                rel_norm_distance(first, reference) if len(first) == len(reference)
+                else float("inf")], "spot_distances": []}
+            for t in outputs[groups[0]:]:  # single tensors: do they equal any output?
+                reply["spot_distances"].append(min(
+                    (rel_norm_distance([t], [r]) for r in reference if r.shape == t.shape),
+                    default=float("inf")))
+            if header.get("compare"):
+                tol = Tolerance(**header["compare"]["tolerance"])
+                verdict = compare_trial(int(header["compare"]["trial"]),
+                                        int(header["compare"]["seed"]),
+                                        first, reference,
+                                        header["compare"]["dtypes"], tol)
+                reply["verdict"] = {f: getattr(verdict, f) for f in TrialError.__dataclass_fields__}
+            samples = self._samples(first, reference, header.get("sample"))
+            reply["sampled_outputs"] = len(first) if samples else 0
+        finally:
+            self.sharer.release_all(got)
+        return reply, samples
+
+    def _mutations(self, trial: dict) -> list[str]:
+        """Shared inputs the candidate changed (their fingerprint moved), restored by
+        drawing the trial again: no private copy of the inputs is kept."""
+        found = []
+        for i, (shared, before) in enumerate(zip(trial["shared"], trial["fingerprints"])):
+            if _fingerprint(shared.tensor) != before:
+                found.append(f"input {i}: elements changed (fingerprint {before} -> "
+                             f"{_fingerprint(shared.tensor)})")
+        if found:
+            fresh = [x for x in self._draw(*trial["draw"]) if isinstance(x, self.torch.Tensor)]
+            for shared, x in zip(trial["shared"], fresh):
+                shared.tensor.copy_(x)
+        return found
+
+    def _samples(self, outputs: list, reference: list, indices) -> list:
+        """Outputs then references at the flat indices the parent chose (float64, host)."""
+        if not indices:
+            return []
+        torch = self.torch
+        picked = []
+        for group in (outputs, reference):
+            for t in group:
+                where = torch.tensor(indices.get(str(t.numel()), []), dtype=torch.int64,
+                                     device=t.device)
+                flat = t.reshape(-1)
+                picked.append(flat[where.clamp(max=max(flat.numel() - 1, 0))].double().cpu()
+                              if flat.numel() else flat.double().cpu())
+        return picked
+
+    def on_close(self, header: dict) -> tuple[dict, list]:
+        trial = self.open_trials.pop(header["handle"], None)
+        if trial is not None:
+            self.sharer.release_all(trial["shared"])
+            del trial
+            self._free()
+        return {"ok": True}, []
 
     def on_trial(self, header: dict) -> tuple[dict, list]:
         inputs, out = self.trials[int(header["index"])]
@@ -147,7 +274,10 @@ class ReferenceServer:
 
         torch = self.torch
         t = header["timing"]
-        sets = [_on(inputs, None, self.device) for inputs, _ in self.trials[:int(header["sets"])]]
+        if self.resident:
+            sets = [self._draw(*self.schedule[i]) for i in range(int(header["sets"]))]
+        else:
+            sets = [_on(inputs, None, self.device) for inputs, _ in self.trials[:int(header["sets"])]]
         gpu = self.device == "cuda"
 
         def measure(model):
@@ -175,7 +305,32 @@ class ReferenceServer:
         elif not gpu:
             timing["compile"] = {"median_ms": None, "iqr_ms": None, "samples": 0,
                                  "method": "interpreter: torch.compile not timed"}
+        del sets
+        self._free()
         return {"ok": True, "timing": timing}, []
+
+
+def _fingerprint(t) -> list[int]:
+    """Two integer sums over the tensor's bytes (plain and position-weighted, in chunks):
+    any write a candidate makes to an input moves them."""
+    import torch
+
+    if not t.numel():
+        return [0, 0]
+    flat = t.reshape(-1).view(torch.uint8)
+    if flat.numel() % 4 == 0:
+        flat = flat.view(torch.int32)
+    step = 1 << 24  # int64 temporaries of 128 MB
+    plain = weighted = 0
+    for start in range(0, flat.numel(), step):
+        chunk = flat[start:start + step].to(torch.int64)
+        plain += int(chunk.sum())
+        weights = torch.arange(start, start + chunk.numel(), device=chunk.device) % 1_000_003 + 1
+        weighted += int((chunk * weights).sum())
+    return [plain, weighted]
+
+
+REQUESTS = ("setup", "trial", "baselines", "open", "judge", "close")
 
 
 def degenerate_reason(outputs: list) -> str:
@@ -219,8 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sock", type=int, required=True)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--resident", action="store_true",
+                        help="keep trials in this process; share buffers, never send tensors")
     args = parser.parse_args(argv)
-    wire.run_server(args.sock, lambda sock: ReferenceServer(sock, args.device))
+    wire.run_server(args.sock, lambda sock: ReferenceServer(sock, args.device, args.resident))
     return 0
 
 

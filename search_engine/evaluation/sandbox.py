@@ -161,32 +161,41 @@ class SandboxSession:
         return header
 
     def request(self, kind: str, header: dict | None = None, tensors: list | None = None,
-                max_reply_bytes: int = 1 << 20) -> tuple[dict, list]:
+                max_reply_bytes: int = 1 << 20, fds: list[int] | None = None,
+                max_reply_fds: int = 0) -> tuple[dict, list]:
+        """Send one request (with shared buffers' `fds`, see `device_share`) and return its
+        reply; descriptors that come back are in `reply["fds"]`, the caller's to close."""
         import search_engine.evaluation.wire as wire
 
         self._expect_silence()
         self._next_id += 1
         rid = self._next_id
         try:
-            wire.send(self.sock, {**(header or {}), "kind": kind, "id": rid}, tensors)
+            wire.send(self.sock, {**(header or {}), "kind": kind, "id": rid}, tensors, fds)
         except OSError as exc:
             raise SandboxDied(f"the sandbox closed its socket ({exc})") from None
-        reply, out = self._receive(wire, max_reply_bytes)
+        reply, out = self._receive(wire, max_reply_bytes, max_reply_fds)
         expected = "bye" if kind == "exit" else "reply"
         if reply.get("kind") != expected or reply.get("re") != rid:
+            wire.close_fds(reply.get("fds", []))
             raise ProtocolViolation(
                 f"request {rid} ({kind}) was answered by a {reply.get('kind')!r} message for "
                 f"request {reply.get('re')!r}")
         return reply, out
 
-    def _receive(self, wire, max_bytes: int) -> tuple[dict, list]:
+    def renew(self, timeout_s: float) -> None:
+        """A long-lived session (the problem's, shared by many candidates) gets a fresh time
+        budget for its next requests."""
+        self.budget_s, self.used_s = timeout_s, 0.0
+
+    def _receive(self, wire, max_bytes: int, max_fds: int = 0) -> tuple[dict, list]:
         remaining = self.budget_s - self.used_s
         if remaining <= 0:
             raise SandboxTimeout("time budget used up")
         self.sock.settimeout(remaining)
         t0 = time.monotonic()
         try:
-            return wire.recv(self.sock, max_bytes)
+            return wire.recv(self.sock, max_bytes, max_fds)
         except socket.timeout:
             raise SandboxTimeout("time budget used up") from None
         except wire.ProtocolError as exc:

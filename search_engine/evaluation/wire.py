@@ -77,8 +77,17 @@ def decode_values(slots: list, tensors: list) -> list:
     return out
 
 
-def send(sock: socket.socket, header: dict, tensors: list | None = None) -> None:
+MAX_FDS = 64  # descriptors of shared buffers (`device_share`) in one frame
+
+
+def send(sock: socket.socket, header: dict, tensors: list | None = None,
+         fds: list[int] | None = None) -> None:
+    """One frame; `fds` (shared buffers' descriptors) travel as SCM_RIGHTS with its first
+    bytes, their count in the header as `fd_count`."""
     tensors = list(tensors or [])
+    fds = list(fds or [])
+    if len(fds) > MAX_FDS:
+        raise ValueError(f"{len(fds)} descriptors in one frame (at most {MAX_FDS})")
     blobs, meta = [], []
     for t in tensors:
         flat = t.detach().contiguous().cpu().reshape(-1)
@@ -88,44 +97,86 @@ def send(sock: socket.socket, header: dict, tensors: list | None = None) -> None
         blobs.append(memoryview(raw.numpy()) if flat.numel() else memoryview(b""))
         meta.append({"dtype": dtype_name(t.dtype), "shape": list(t.shape),
                      "nbytes": t.numel() * t.element_size()})
-    body = json.dumps({**header, "tensors": meta}, default=str).encode()
-    sock.sendall(_LEN.pack(len(body)) + body)
+    body = json.dumps({**header, "tensors": meta, "fd_count": len(fds)}, default=str).encode()
+    frame = _LEN.pack(len(body)) + body
+    if fds:
+        sent = socket.send_fds(sock, [frame[:_LEN.size]], fds)
+        sock.sendall(frame[sent:])
+    else:
+        sock.sendall(frame)
     for blob in blobs:
         sock.sendall(blob)
 
 
-def recv(sock: socket.socket, max_tensor_bytes: int) -> tuple[dict, list]:
-    """One frame; raises ProtocolError (bad frame), EOFError (peer gone)."""
-    size = _LEN.unpack(_recv_exact(sock, _LEN.size))[0]
-    if size > HEADER_LIMIT:
-        raise ProtocolError(f"header of {size} bytes exceeds the {HEADER_LIMIT} byte cap")
+def recv(sock: socket.socket, max_tensor_bytes: int, max_fds: int = 0) -> tuple[dict, list]:
+    """One frame; raises ProtocolError (bad frame), EOFError (peer gone). Descriptors that
+    came with it are in the header as `fds` (at most `max_fds`; more, or any where none were
+    asked for, are closed and the frame rejected)."""
+    first, fds, flags, _ = socket.recv_fds(sock, _LEN.size, MAX_FDS)
     try:
-        header = json.loads(_recv_exact(sock, size))
-    except ValueError as exc:
-        raise ProtocolError(f"header is not JSON: {exc}") from None
-    if not isinstance(header, dict) or not isinstance(header.get("tensors", []), list):
-        raise ProtocolError("header is not a JSON object with a tensor list")
+        if not first:
+            raise EOFError("peer closed the socket")
+        if flags & getattr(socket, "MSG_CTRUNC", 8) or len(fds) > max_fds:
+            raise ProtocolError(f"frame carries {len(fds)} descriptors, {max_fds} allowed")
+        size = _LEN.unpack(first + _recv_exact(sock, _LEN.size - len(first)))[0]
+        if size > HEADER_LIMIT:
+            raise ProtocolError(f"header of {size} bytes exceeds the {HEADER_LIMIT} byte cap")
+        try:
+            header = json.loads(_recv_exact(sock, size))
+        except ValueError as exc:
+            raise ProtocolError(f"header is not JSON: {exc}") from None
+        if not isinstance(header, dict) or not isinstance(header.get("tensors", []), list):
+            raise ProtocolError("header is not a JSON object with a tensor list")
+        if header.get("fd_count", 0) != len(fds):
+            raise ProtocolError(f"header declares {header.get('fd_count')} descriptors, "
+                                f"{len(fds)} arrived")
+    except BaseException:
+        _close_all(fds)
+        raise
+    header["fds"] = list(fds)
     metas = header.pop("tensors", [])
     total = 0
     plan = []
     for meta in metas:
-        if not isinstance(meta, dict):
-            raise ProtocolError("malformed tensor entry")
-        dtype = _torch_dtype(meta.get("dtype"))
-        shape = meta.get("shape")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-            raise ProtocolError(f"bad tensor shape {shape!r}")
-        import torch
-
-        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
-        if meta.get("nbytes") != nbytes:
-            raise ProtocolError(f"tensor of shape {shape} {meta.get('dtype')} declares "
-                                f"{meta.get('nbytes')} bytes, expected {nbytes}")
+        dtype, shape, nbytes = checked_meta(meta)
         total += nbytes
         if total > max_tensor_bytes:
+            _close_all(fds)
             raise ProtocolError(f"frame carries over {max_tensor_bytes} bytes of tensors")
         plan.append((dtype, shape, nbytes))
     return header, [_read_tensor(sock, *p) for p in plan]
+
+
+def checked_meta(meta) -> tuple:
+    """(dtype, shape, nbytes) of a tensor description, or ProtocolError."""
+    import torch
+
+    if not isinstance(meta, dict):
+        raise ProtocolError("malformed tensor entry")
+    dtype = _torch_dtype(meta.get("dtype"))
+    shape = meta.get("shape")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ProtocolError(f"bad tensor shape {shape!r}")
+    nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+    if meta.get("nbytes") != nbytes:
+        raise ProtocolError(f"tensor of shape {shape} {meta.get('dtype')} declares "
+                            f"{meta.get('nbytes')} bytes, expected {nbytes}")
+    return dtype, shape, nbytes
+
+
+def close_fds(fds) -> None:
+    """Close descriptors that arrived with a frame (after their buffers were imported)."""
+    _close_all(fds)
+
+
+def _close_all(fds) -> None:
+    import os
+
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _read_tensor(sock: socket.socket, dtype, shape: list, nbytes: int):

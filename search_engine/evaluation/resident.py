@@ -1,0 +1,210 @@
+"""The candidate driven with tensors that never leave the device (`EvaluationConfig.resident`).
+
+The problem's sandbox (kept alive by `ResidentReference`) draws a trial on the GPU and
+exports its inputs; the parent passes the descriptors to the candidate's sandbox, whose
+outputs come back the same way and go to the problem's sandbox to be compared there. The
+parent sees descriptors, numbers and small samples only, and frees each trial when it is
+done with it: peak memory is a few times one trial's tensors, whatever the plan's length.
+
+The same checks as the copying path (`pipeline._Run._drive`): every trial compared in full,
+timed outputs and a call after timing compared with the reference, the ghost replay with
+its torch-result spotter, mutations of the inputs (seen by the problem's sandbox, which
+owns them), and the samples the parent needs for result-reuse and constant-output checks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+from search_engine.evaluation import wire
+from search_engine.evaluation.gpu_lock import cuda_device_key, quiet_gpu
+from search_engine.evaluation.result import TrialError
+from search_engine.evaluation.sandbox import ProtocolViolation
+
+SAMPLE_CAP = 16384  # values per output the parent keeps for its cross-trial checks
+
+
+class ResidentDrive:
+    def __init__(self, run, session, ref):
+        self.run, self.session, self.ref, self.link = run, session, ref, ref.link
+        self.handles: dict[int, str] = {}   # staged set -> the problem sandbox's trial
+        self.indices = _sample_indices(ref.output_shapes,
+                                       min(run.config.sample_elements, SAMPLE_CAP))
+        self.steps: dict[str, float] = {}  # seconds per kind of step, for the phases
+
+    def _timed(self, name: str):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def clock():
+            t0 = time.monotonic()
+            try:
+                yield
+            finally:
+                self.steps[name] = round(self.steps.get(name, 0.0) + time.monotonic() - t0, 4)
+        return clock()
+
+    # -- the whole conversation
+    def drive(self, phases: dict, phase) -> object:
+        run, ref = self.run, self.ref
+        n = ref.trial_count
+        trials, evidence, outputs, references = [], [], [], []
+        with self.link.slots:
+            try:
+                for index in range(n):
+                    self._open(index, index)
+                    reply = self._call("call", index)
+                    if not reply.get("ok"):
+                        return run._failed(reply, phases, index)
+                    judged, samples = self._judge(index, reply, compare=index)
+                    evidence.append({"trial": index, **reply["evidence"],
+                                     "mutations": judged["mutations"]})
+                    trials.append(TrialError(**judged["verdict"]))
+                    split = int(judged.get("sampled_outputs", 0))
+                    outputs.append(samples[:split])
+                    references.append(samples[split:])
+                    if index >= ref.timing_sets:
+                        self._drop(index)
+                phase("correctness")
+                report = {"trials": evidence, "phases": phases, "correctness": trials,
+                          "outputs": outputs, "sampled_references": references,
+                          "timing": dict(ref.baselines), "resident_steps": self.steps}
+                if all(t.passed for t in trials):
+                    self._timed_checks(report)
+                    phase("timing")
+                    run._profile(self.session, report, sorted(self.handles))
+                    phase("profile")
+                    for index in list(self.handles):
+                        self._drop(index)
+                    if run.config.ghost_replay:
+                        report["ghost"] = self._ghost()
+                        phase("ghost")
+            finally:
+                for index in list(self.handles):
+                    self._drop(index, candidate=False)
+        return report
+
+    # -- trials
+    def _open(self, index: int, as_set: int) -> None:
+        with self._timed("open"):
+            reply, _ = self.link.ask("open", {"index": index}, max_reply_fds=wire.MAX_FDS)
+        fds = reply.get("fds", [])
+        self.handles[as_set] = reply["handle"]
+        try:
+            with self._timed("stage"):
+                self.run._request(self.session, "stage", {
+                    "set": as_set, "inputs": reply["inputs"], "shared": reply["shared"]},
+                    fds=fds)
+        finally:
+            wire.close_fds(fds)  # the candidate's sandbox holds its own copies now
+
+    def _drop(self, as_set: int, candidate: bool = True) -> None:
+        handle = self.handles.pop(as_set, None)
+        with self._timed("close"):
+            if candidate:
+                self.run._request(self.session, "unstage", {"set": as_set})
+            if handle is not None:
+                self.link.ask("close", {"handle": handle})
+
+    def _call(self, kind: str, as_set: int) -> dict:
+        with self._timed(kind):
+            reply, _ = self.run._request(self.session, kind, {"set": as_set, "share": True},
+                                         max_reply_fds=wire.MAX_FDS)
+        if not reply.get("ok"):
+            wire.close_fds(reply.get("fds", []))
+        return reply
+
+    def _judge(self, as_set: int, reply: dict, compare: int | None = None,
+               groups: list[int] | None = None) -> tuple[dict, list]:
+        """Hand the candidate's shared outputs to the problem's sandbox; close ours."""
+        fds = reply.get("fds", [])
+        try:
+            shared = reply.get("shared", [])
+            if len(shared) != len(fds):
+                raise ProtocolViolation(f"{len(fds)} descriptors for {len(shared)} outputs")
+            header = {"handle": self.handles[as_set], "shared": shared,
+                      "groups": groups or [int(reply.get("n_outputs", len(shared)))],
+                      "sample": self.indices}
+            if compare is not None:
+                seed = self.ref.schedule[compare][0]
+                header["compare"] = {"trial": compare, "seed": seed,
+                                     "dtypes": self.ref.output_dtypes,
+                                     "tolerance": asdict(self.run.tolerance)}
+            with self._timed("judge"):
+                return self.link.ask("judge", header, fds=fds)
+        finally:
+            wire.close_fds(fds)
+
+    # -- timing: outputs of the timed loop and of one call after it, judged in place
+    def _timed_checks(self, report: dict) -> None:
+        run, session = self.run, self.session
+        sets = sorted(self.handles)
+        header = {"sets": sets, "timing": run.config.timing_spec(run.hw.l2_bytes or 64 << 20),
+                  "pad": not _side_streams(report, session)}
+        t0 = time.monotonic()
+        with quiet_gpu(cuda_device_key(), run.config.quiet_wait_s) as quiet:
+            run.lock_wait_s += time.monotonic() - t0
+            reply = run._time_until_steady(session, header, report)
+        report["timing_quiet"] = quiet
+        if not reply.get("ok"):
+            report["timing_error"] = reply.get("message", "timing failed")
+            return
+        run._record_timing(report, reply)
+        consistency = []
+        kept, _ = run._request(session, "share_kept", {}, max_reply_fds=wire.MAX_FDS)
+        fds, metas, offset = kept.get("fds", []), kept.get("shared", []), 0
+        try:
+            for entry in kept.get("layout", []):
+                name, count = str(entry["name"]), int(entry["count"])
+                which = int(name.split(":")[1]) if name.startswith("time:") else -1
+                part = {"fds": fds[offset:offset + count], "shared": metas[offset:offset + count],
+                        "n_outputs": count}
+                offset += count
+                if which not in self.handles:
+                    raise ProtocolViolation(f"timed outputs for an input set {which} never staged")
+                judged, _ = self._judge(which, part)
+                consistency.append({"trial": which, "rel_norm_diff": judged["distances"][0]})
+        finally:
+            wire.close_fds(fds[offset:])
+        after = self._call("call", 0)
+        distance = self._judge(0, after)[0]["distances"][0] if after.get("ok") else float("inf")
+        consistency.append({"trial": 0, "after_timing": True, "rel_norm_diff": distance})
+        report["timed_consistency"] = consistency
+
+    # -- the ghost replay, on a trial the candidate has never seen
+    def _ghost(self) -> dict:
+        ghost_index = self.ref.trial_count  # the plan's last entry: the ghost's seed
+        ghost_set = 1_000_000
+        self._open(ghost_index, ghost_set)
+        reply = self._call("ghost", ghost_set)
+        if not reply.get("ok"):
+            return {"passed": False, "note": f"raised: {reply.get('message', '')[:200]}"}
+        n_out = int(reply.get("n_outputs", 0))
+        spotted = len(reply.get("shared", [])) - n_out
+        judged, _ = self._judge(ghost_set, reply, groups=[n_out] + [1] * spotted)
+        distance = judged["distances"][0]
+        tol = self.run.tolerance.rel_norm
+        evidence = reply["evidence"]
+        return {"passed": distance <= tol,
+                "note": "outputs matched the reference" if distance <= tol else
+                        f"outputs differ from the reference (relative error {distance:.3g})",
+                "torch_results_matching": sum(1 for d in judged.get("spot_distances", [])
+                                              if d <= tol),
+                "torch_bytes": evidence.get("torch_bytes", 0),
+                "dispatch_escapes": evidence.get("dispatch_escapes", {})}
+
+
+def _side_streams(report: dict, session) -> bool:
+    default = session.ready.get("default_stream")
+    return any(s != default for t in report["trials"] for s in t["streams"])
+
+
+def _sample_indices(shapes: list[list[int]], count: int) -> dict[str, list[int]]:
+    """Flat indices per output size, unpredictable to the candidate, the same for every
+    trial (so trials can be compared with each other)."""
+    import math
+
+    from search_engine.evaluation.pipeline import _random_indices
+
+    return {str(math.prod(s)): _random_indices(math.prod(s), count).tolist() for s in shapes}
