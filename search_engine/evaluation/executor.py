@@ -48,10 +48,12 @@ class LocalExecutor:
             return None  # evaluate() reports the bad target
         if not hw.is_interpreter and not _cuda_available():
             return None  # evaluate() says this host has no GPU
-        key = (hw.name, config.limits, config.log_chars)
+        key = (hw.name, config.limits, config.log_chars,
+               config.resident_on("cpu" if hw.is_interpreter else "cuda"))
         with self._pools_lock:
             if key not in self._sandbox_pools:
-                self._sandbox_pools[key] = candidate_pool(hw, config, size=self.max_workers)
+                # one spare: a start takes longer than a later candidate's evaluation
+                self._sandbox_pools[key] = candidate_pool(hw, config, size=self.max_workers + 1)
             return self._sandbox_pools[key]
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:

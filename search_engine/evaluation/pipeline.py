@@ -200,10 +200,11 @@ class _Run:
             return self.result("runtime_error", f"the candidate's sandbox did not start: {exc}")
         workdir = session.workdir
         (workdir / "candidate.py").write_text(self.candidate)
+        answered = False
         try:
             try:
                 report = self._drive(session, ref)
-                failure = None
+                failure, answered = None, True
             except SandboxTimeout:
                 report, failure = None, ("timeout", f"the candidate did not finish within "
                                          f"{self.timeout_s:g} s (its sandbox was killed)")
@@ -213,8 +214,8 @@ class _Run:
             except ProtocolViolation as exc:
                 self.flags.append(IntegrityFlag("protocol.violation", str(exc)))
                 report, failure = None, ("hack_suspected", f"protocol.violation: {exc}")
-            finally:
-                outcome = session.close()
+            finally:  # a sandbox that answered everything is reaped in the background
+                outcome = session.close_later() if answered else session.close()
             self.sandbox_s = time.monotonic() - t0
             common = {"isolation": outcome.isolation, "logs": outcome.log}
             if failure is not None:

@@ -217,6 +217,21 @@ class SandboxSession:
         if peek:
             raise ProtocolViolation("the sandbox sent a message nobody asked for")
 
+    def close_later(self) -> SandboxOutcome:
+        """The outcome now (log and isolation as they are); the process is reaped in the
+        background. For a child that already said goodbye: its exit (CUDA context
+        teardown) must not hold up the result. Memory-limit kills are not looked for."""
+        import threading
+
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        outcome = SandboxOutcome(returncode=None, timed_out=False, wall_s=self.used_s,
+                                 log=redact(_tail(self.workdir / "child.log", self.log_chars)),
+                                 isolation=self.isolation, memory_exceeded=False)
+        threading.Thread(target=self.close, daemon=True, name="kernelhub-sandbox-reap").start()
+        return outcome
+
     def close(self) -> SandboxOutcome:
         """Ask the child to exit, then kill whatever is left; the outcome carries the log."""
         timed_out = self.used_s >= self.budget_s
@@ -264,9 +279,13 @@ class SandboxPool:
         self._starting = 0
         self._closed = False
         self.started = self.taken = 0
-        # One long-lived starter thread: the sandbox dies with the thread that spawned it
+        # Long-lived starter threads: the sandbox dies with the thread that spawned it
         # (PR_SET_PDEATHSIG follows the thread), so that thread must outlive the sandbox.
-        threading.Thread(target=self._starter, daemon=True, name="kernelhub-sandbox-warm").start()
+        # Several, because a start takes seconds and a search takes sandboxes faster.
+        self.starters = min(self.size, 4)
+        for i in range(self.starters):
+            threading.Thread(target=self._starter, daemon=True,
+                             name=f"kernelhub-sandbox-warm-{i}").start()
         for _ in range(self.size):
             self._refill()
 
@@ -278,6 +297,11 @@ class SandboxPool:
             session = self._ready.get_nowait()
         except queue.Empty:
             session = None
+        if session is None and self._starting:  # one is nearly up: cheaper than a new one
+            try:
+                session = self._ready.get(timeout=self.start_timeout_s)
+            except queue.Empty:
+                session = None
         self._refill()
         if session is None:
             session = self._new_session()
@@ -326,7 +350,8 @@ class SandboxPool:
 
         with self._lock:
             self._closed = True
-        self._wanted.put(False)
+        for _ in range(self.starters):
+            self._wanted.put(False)
         while True:
             try:
                 session = self._ready.get_nowait()
