@@ -1,0 +1,82 @@
+"""`python -m benchmarks run` end to end on the CPU (tiny scale, Triton interpreter), then
+`report` on what it wrote: the JSON contract of BENCHMARKS.md's numbers."""
+
+import json
+import shutil
+
+import pytest
+
+from benchmarks.results import ROW_FIELDS, TOP_FIELDS
+from benchmarks.suite import SUITE_DIR
+
+SMOKE = ("l1_023_softmax_fp32", "l1_row_sort_fp32")  # one the search covers, one it doesn't
+
+
+def _smoke_suite(folder):
+    """Two real suite files put in one family of their own, and a third left out of it."""
+    folder.mkdir()
+    for name in SMOKE:
+        text = (SUITE_DIR / f"{name}.py").read_text()
+        family_line = next(line for line in text.splitlines() if line.startswith("FAMILY ="))
+        (folder / f"{name}.py").write_text(text.replace(family_line, 'FAMILY = "smoke"'))
+    shutil.copy(SUITE_DIR / "l1_040_layernorm_fp32.py", folder)
+    return folder
+
+
+def test_run_one_family_then_report(tmp_path, bench_cli):
+    suite = _smoke_suite(tmp_path / "suite")
+    out = tmp_path / "results" / "cpu.json"
+    proc = bench_cli("run", "--suite-dir", suite, "--scale", "tiny", "--families", "smoke",
+                     "--budget", "1", "--parallel", "1", "--compile-backend", "eager",
+                     "--no-ncu", "--out", out)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    document = json.loads(out.read_text())
+    assert set(TOP_FIELDS) <= set(document)
+    assert document["ceilings"]["copy_gbs"] > 0
+    assert set(document["ceilings"]["matmul_tflops"]) == {"float32", "tf32", "bfloat16",
+                                                          "float16"}
+    rows = {r["name"]: r for r in document["problems"]}
+    assert set(rows) == set(SMOKE)  # layernorm is not in the family
+    assert all(set(ROW_FIELDS) <= set(r) for r in rows.values())
+
+    solved = rows["l1_023_softmax_fp32"]
+    assert solved["covered"] and solved["best_status"] == "correct"
+    assert solved["evaluations"] == 1 and solved["best_depth"] == 1
+    assert solved["precision"] == "strict" and solved["rel_norm_error"] < 1e-5
+    for key in ("eager_ms", "compile_ms", "best_ms", "floor_ms", "compile_seconds"):
+        assert solved[key] > 0, key
+    assert solved["speedup_vs_compile"] == approx(solved["compile_ms"] / solved["best_ms"])
+    assert solved["pct_of_floor"] > 0 and solved["noise"] is not None
+    assert "@triton.jit" in solved["best_source"]
+
+    honest = rows["l1_row_sort_fp32"]
+    assert honest["covered"] is False and honest["best_status"] == "not_covered"
+    assert honest["eager_ms"] > 0 and honest["compile_ms"] > 0  # baselines still measured
+    assert honest["best_ms"] is None and honest["speedup_vs_compile"] is None
+
+    strict = document["geomeans"]["strict"]
+    assert strict["covered"] == 1 and strict["with_kernel"] == 1
+    assert strict["speedup_vs_compile"] == approx(solved["speedup_vs_compile"])
+    assert "| l1_023_softmax_fp32 | float32 | smoke |" in proc.stdout  # the table is printed
+
+    plot = tmp_path / "plot.png"
+    report = bench_cli("report", out, "--plot", plot)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "| l1_row_sort_fp32 | float32 | smoke |" in report.stdout
+    assert "geometric mean over 1 of 1 covered problems" in report.stdout
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def approx(value):
+    return pytest.approx(value, rel=2e-3)  # both sides are rounded for the file
+
+
+def test_a_problem_without_time_left_is_a_skipped_row_not_a_crash():
+    from benchmarks.runner import RunOptions, run_problem
+    from benchmarks.suite import load_problem_file
+
+    problem = load_problem_file(SUITE_DIR / "l1_001_matmul_fp32.py", "tiny")
+    run = {"date": "2026-12-01T10:00:00Z", "ceilings": {}}
+    row = run_problem(problem, RunOptions(), run, "cpu", share_s=30.0, log=lambda line: None)
+    assert row["best_status"] == "skipped" and "time limit: 30 s" in row["search_reason"]
+    assert set(ROW_FIELDS) <= set(row) and row["eager_ms"] is None
