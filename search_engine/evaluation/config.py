@@ -70,6 +70,7 @@ class EvaluationConfig:
     # through shared memory), "off" (tensors travel through the parent)
     resident: str = field(default_factory=lambda: os.environ.get("KERNELHUB_RESIDENT", "auto"))
     resident_timing_bytes: int = 1 << 30  # timing rotates all trials' inputs below this total
+    reference_chunk_bytes: int = 2 << 30  # resident: float64 reference in batch slices above
     ncu_max_input_bytes: int = 2 << 30    # ncu replays inputs from a file: skipped above this
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3

@@ -520,6 +520,7 @@ class _Run:
             diagnostics["resident_steps_s"] = report["resident_steps"]
         if ref.notes:
             diagnostics["trial_plan_notes"] = ref.notes
+        diagnostics["reference_method"] = ref.reference_method
         if report.get("ghost"):
             diagnostics["ghost_replay"] = report["ghost"]
         if not interpreter and "candidate" in timing:

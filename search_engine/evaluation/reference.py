@@ -37,6 +37,7 @@ class ReferenceData:
     isolation: dict = field(default_factory=dict)
     duration_s: float = 0.0
     link: "ResidentReference | None" = None  # resident: the live problem sandbox
+    reference_method: str = "float64, whole trial"
     timing_sets: int = 0                      # input sets the timing rotates (resident)
 
     @property
@@ -141,8 +142,9 @@ def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, c
     try:
         session.start()
         with gpu_activity(None if device == "cpu" else cuda_device_key()):
-            meta, tensors = _ask(session, "setup", {"problem_file": str(workdir / "problem.py"),
-                                                    "seed": init_seed, "schedule": plan})
+            meta, tensors = _ask(session, "setup", {
+                "problem_file": str(workdir / "problem.py"), "seed": init_seed,
+                "schedule": plan, "reference_chunk_bytes": config.reference_chunk_bytes})
         init_inputs = wire.decode_values(meta["init"], tensors)
         state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
         n_trials = len(schedule)
@@ -172,7 +174,8 @@ def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, c
         output_dtypes=meta["output_dtypes"], output_shapes=meta["output_shapes"],
         input_bytes=meta["input_bytes"], flops=meta["flops"], defects=meta["defects"],
         baselines=baselines, notes=meta["notes"], isolation=session.isolation,
-        duration_s=round(time.monotonic() - started, 3), link=link, timing_sets=sets)
+        duration_s=round(time.monotonic() - started, 3), link=link, timing_sets=sets,
+        reference_method=meta.get("reference_method", "float64, whole trial"))
 
 
 def _memory_slots(device: str, meta: dict, config) -> int:

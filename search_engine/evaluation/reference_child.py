@@ -45,6 +45,8 @@ class ReferenceServer:
         self.trials: list[tuple[list, list]] = []  # (inputs, float64 outputs) per trial
         self.schedule: list[tuple[int, float, float]] = []  # as adapted by setup
         self.open_trials: dict[str, dict] = {}
+        self.chunk_bytes = 0  # inputs above this: float64 reference in batch slices
+        self.reference_method = "float64, whole trial"
         self.sharer = None
         if resident:
             from search_engine.evaluation.device_share import Sharer, backend_for
@@ -80,6 +82,7 @@ class ReferenceServer:
         from search_engine.problems import exec_module
 
         problem_file = header["problem_file"]
+        self.chunk_bytes = int(header.get("reference_chunk_bytes", 0))
         self.module = exec_module(Path(problem_file).read_text(), "kernelhub_problem",
                                   problem_file)
         seed = int(header["seed"])
@@ -126,7 +129,8 @@ class ReferenceServer:
         reply = {"ok": True, "init": init_slots, "state_keys": list(state),
                  "state_offset": len(init_tensors), "schedule": schedule, "notes": notes,
                  "defects": defects, "output_dtypes": dtypes, "output_shapes": shapes,
-                 "input_bytes": input_bytes, "flops": flops}
+                 "input_bytes": input_bytes, "flops": flops,
+                 "reference_method": self.reference_method}
         return reply, init_tensors + list(state.values())
 
     def _informative_trial(self, seed: int, scale: float, shift: float):
@@ -163,11 +167,53 @@ class ReferenceServer:
 
     def _reference64(self, inputs: list) -> list:
         torch = self.torch
+        if self.resident and self.chunk_bytes and _tensor_bytes(inputs) > self.chunk_bytes:
+            out = self._reference64_in_batches(inputs)
+            if out is not None:
+                return out
         with torch.no_grad():
             out = _as_list(self.model64(*_on(inputs, torch.float64, self.device)))
         if self.resident:
             return [o.detach() for o in out]
         return [o.detach().cpu() for o in out]
+
+    def _reference64_in_batches(self, inputs: list) -> list | None:
+        """The float64 reference one slice of the batch at a time, so that the float64
+        copy of the inputs and the model's temporaries never exist for the whole trial.
+        Only for a model whose outputs are row-for-row functions of its inputs' rows,
+        which is checked first (a slice's native output must equal the whole batch's);
+        None means "compute it whole"."""
+        torch = self.torch
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        batch = tensors[0].shape[0] if tensors and tensors[0].dim() else 0
+        if batch < 2 or any(t.dim() == 0 or t.shape[0] != batch for t in tensors):
+            return None
+        step = max(1, int(batch * self.chunk_bytes // max(_tensor_bytes(inputs), 1) // 4))
+        if step >= batch:
+            return None
+        rows = lambda xs, a, b: [x[a:b] if isinstance(x, torch.Tensor) else x for x in xs]
+        try:
+            with torch.no_grad():
+                whole = _as_list(self.model(*inputs))
+                part = _as_list(self.model(*rows(inputs, 0, step)))
+                if len(whole) != len(part) or any(
+                        w.dim() == 0 or w.shape[0] != batch or p.shape != w[:step].shape
+                        or not torch.allclose(p, w[:step], rtol=1e-5, atol=1e-6, equal_nan=True)
+                        for w, p in zip(whole, part)):
+                    return None
+                shapes = [w.shape for w in whole]
+                del whole, part
+                out = [torch.empty(s, dtype=torch.float64, device=self.device) for s in shapes]
+                for start in range(0, batch, step):
+                    piece = _as_list(self.model64(*_on(rows(inputs, start, start + step),
+                                                       torch.float64, self.device)))
+                    for o, p in zip(out, piece):
+                        o[start:start + step] = p
+                    del piece
+        except Exception:  # noqa: BLE001 - any doubt: the whole-trial reference decides
+            return None
+        self.reference_method = f"float64 in batch slices of {step} rows (checked row-wise)"
+        return out
 
     def _free(self) -> None:
         if self.device == "cuda":
@@ -308,6 +354,12 @@ class ReferenceServer:
         del sets
         self._free()
         return {"ok": True, "timing": timing}, []
+
+
+def _tensor_bytes(values: list) -> int:
+    import torch
+
+    return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
 
 
 def _fingerprint(t) -> list[int]:

@@ -156,3 +156,33 @@ def test_chunked_comparison_matches_the_whole_tensor_one(monkeypatch):
     assert chunked.rel_norm_error == pytest.approx(whole.rel_norm_error)
     assert correctness.rel_norm_distance([out], [ref]) == pytest.approx(
         float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref)))
+
+
+def test_large_trials_get_their_reference_in_batch_slices(run_resident):
+    r = run_resident(candidate("clean_softmax"), reference_chunk_bytes=2048)
+    assert r.status == "correct", r.message
+    assert r.diagnostics["reference_method"].startswith("float64 in batch slices")
+
+
+def test_batch_slices_are_refused_when_rows_depend_on_each_other(run_resident):
+    from search_engine.problems import load_problem
+
+    problem = load_problem(
+        "import torch\nfrom torch import nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x - x.mean(dim=0, keepdim=True)\n\n"
+        "def get_inputs():\n    return [torch.randn(16, 32)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    source = (
+        "import torch\nimport triton\nimport triton.language as tl\nfrom torch import nn\n\n"
+        "@triton.jit\ndef centre(x_ptr, y_ptr, R, C: tl.constexpr):\n"
+        "    col = tl.program_id(0)\n    rows = tl.arange(0, 16)\n"
+        "    x = tl.load(x_ptr + rows * C + col)\n"
+        "    tl.store(y_ptr + rows * C + col, x - tl.sum(x, 0) / R)\n\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+        "        x = x.contiguous()\n        y = torch.empty_like(x)\n"
+        "        centre[(x.shape[1],)](x, y, x.shape[0], C=x.shape[1])\n        return y\n")
+    r = run_resident(source, problem=problem, reference_chunk_bytes=256)
+    assert r.status == "correct", r.message
+    assert r.diagnostics["reference_method"] == "float64, whole trial"
