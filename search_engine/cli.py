@@ -1,24 +1,22 @@
 """The search engine's command line: `python -m search_engine <command>`.
 
-Commands register themselves through `register_*(subparsers)` functions listed in
-`COMMAND_REGISTRARS`. `evaluate` lives here. HOOK for the search helper: `optimize` and
-`suite` are added by `search_engine/search/cli_commands.py`, which (when it exists)
-defines `register_optimize(subparsers)` and/or `register_suite(subparsers)`; each sets
-`func=<handler(args) -> int>` on its parser with `set_defaults`.
+One tree: this module builds the parser from every command's `register_*(subparsers)`:
+`evaluate` (here), `optimize` and `suite` (`search/cli_commands.py`), `coverage`
+(`synthesis/offline/coverage.py`). The flags they share live in `cli_args.py`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
 
-EXTERNAL_REGISTRARS = [
-    ("search_engine.search.cli_commands", "register_optimize"),
-    ("search_engine.search.cli_commands", "register_suite"),
-]
+from search_engine.cli_args import add_isolation_argument, parse_sizes, with_isolation
+from search_engine.search.cli_commands import register_optimize, register_suite
+from search_engine.synthesis.offline.coverage import register_coverage
+
+__all__ = ["build_parser", "main", "add_isolation_argument", "parse_sizes", "with_isolation"]
 
 
 def register_evaluate(subparsers) -> None:
@@ -45,41 +43,6 @@ def register_evaluate(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on "
                    "the last line")
     p.set_defaults(func=cmd_evaluate)
-
-
-def add_isolation_argument(p) -> None:
-    """`--isolation {auto,required,off}`: how the candidate's sandbox is isolated."""
-    p.add_argument("--isolation", default="auto", choices=["auto", "required", "off"],
-                   help="sandbox isolation: auto (default: every layer this host gives, the rest "
-                        "reported), required (fail unless the user, PID, mount, network and "
-                        "memory layers all work), off (plain subprocess, for debugging)")
-
-
-def with_isolation(config, args):
-    """`config` (an EvaluationConfig) with `--isolation` threaded into its sandbox limits."""
-    from dataclasses import replace
-
-    isolation = getattr(args, "isolation", None)
-    if not isolation or isolation == config.limits.isolation:
-        return config
-    return replace(config, limits=replace(config.limits, isolation=isolation))
-
-
-def parse_sizes(items: list[str]) -> dict[str, int | float]:
-    """`--size NAME=VALUE` flags (repeatable) as a dict of numbers."""
-    sizes: dict[str, int | float] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise ValueError(f"--size expects NAME=VALUE, got {item!r}")
-        try:
-            sizes[name] = int(value)
-        except ValueError:
-            try:
-                sizes[name] = float(value)
-            except ValueError:
-                raise ValueError(f"--size {name}: {value!r} is not a number") from None
-    return sizes
 
 
 def cmd_evaluate(args) -> int:
@@ -123,17 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m search_engine",
                                      description="KernelHub search engine")
     subparsers = parser.add_subparsers(dest="command", metavar="command")
-    register_evaluate(subparsers)
-    for module_name, function_name in EXTERNAL_REGISTRARS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue  # that command's module is not written (yet)
-            raise
-        register = getattr(module, function_name, None)
-        if register is not None:
-            register(subparsers)
+    for register in (register_evaluate, register_optimize, register_suite, register_coverage):
+        register(subparsers)
     return parser
 
 

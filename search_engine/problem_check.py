@@ -10,16 +10,16 @@ missing or malformed answer is a `ProblemInvalid` with a readable message.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
+from search_engine.problems import ProblemError, validate_problem_source
 
 
-class ProblemInvalid(ValueError):
-    """The problem source is not a usable KernelBench problem; the message says why."""
+class ProblemInvalid(ProblemError):
+    """An uploaded problem failed validation (static or in the sandbox); the message says why.
+    A `ProblemError`, so one `except` covers every way a problem is unusable."""
 
 
 @dataclass
@@ -38,23 +38,14 @@ _MAX_DIM = 1 << 48
 
 
 def check_problem_static(source: str) -> None:
+    """The checks that need no run (`problems.validate_problem_source`: one rule)."""
     if not source.strip():
         raise ProblemInvalid("The problem file is empty.")
     try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise ProblemInvalid(f"The problem does not parse: line {exc.lineno}: {exc.msg}") from exc
-    defined = {
-        node.name
-        for node in tree.body
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    missing = [name for name in REQUIRED_NAMES if name not in defined]
-    if missing:
-        raise ProblemInvalid(
-            "A KernelBench problem defines class Model(nn.Module), get_inputs() and "
-            f"get_init_inputs(); this one lacks: {', '.join(missing)}."
-        )
+        validate_problem_source(source)
+    except ProblemError as exc:
+        message = str(exc)
+        raise ProblemInvalid(f"{message[:1].upper()}{message[1:]}.") from None
 
 
 def check_problem(source: str, timeout_s: float = 30.0,

@@ -14,8 +14,10 @@ The child writes one JSON line to the result file in its work dir:
 - ``validate``: ``{"probe": 1, "task": "validate", "ok": true, "info": {input_shapes,
   input_dtypes, dtype, parameter_count}}``;
 - ``analyze``: ``{"probe": 1, "task": "analyze", "ok": true, "covered": true, "analysis":
-  {...}}`` (the op graph, see `synthesis.offline.analysis.analysis_to_json`) or ``"covered":
-  false, "message": ..., "ops": [...]``;
+  {...}, "materialized_bytes": 0}`` (the op graph, see
+  `synthesis.offline.analysis.analysis_to_json`; traced on meta tensors, so the bytes of real
+  tensor data it held are 0 for any problem size) or ``"covered": false, "message": ...,
+  "ops": [...]``;
 - a failure of the problem's own code: ``"ok": false, "error": {"type", "message"}``.
 
 The parent (`run_probe`) treats the file as hostile too: size-capped, no symlinks, parsed
@@ -240,7 +242,8 @@ def _analyze(module) -> dict[str, Any]:
         suffix = f" (stopped by ops: {', '.join(exc.ops)})" if exc.ops else ""
         message = text[: -len(suffix)] if suffix and text.endswith(suffix) else text
         return {"covered": False, "message": message, "ops": list(exc.ops)}
-    return {"covered": True, "analysis": analysis_to_json(analysis)}
+    return {"covered": True, "analysis": analysis_to_json(analysis),
+            "materialized_bytes": int(analysis.materialized_bytes)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,7 +94,8 @@ def validate_problem_source(source: str) -> None:
     except SyntaxError as exc:
         raise ProblemError(f"problem source does not parse: line {exc.lineno}: {exc.msg}") from exc
     defined = {
-        node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+        node.name for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     } | {
         t.id for node in tree.body if isinstance(node, ast.Assign)
         for t in node.targets if isinstance(t, ast.Name)

@@ -334,10 +334,8 @@ REQUESTS = {"load", "stage", "unstage", "call", "ghost", "sample", "share_kept",
 
 
 def _install_interpreter_compat() -> None:
-    try:
-        from search_engine.evaluation import interpreter_compat
-    except ImportError:
-        return
+    from search_engine.evaluation import interpreter_compat
+
     interpreter_compat.install()
 
 

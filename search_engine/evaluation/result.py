@@ -48,6 +48,17 @@ class IntegrityFlag:
     severity: str = "hack"  # "hack" (taints the result) or "warning"
 
 
+def is_tainted(flags) -> bool:
+    """The one rule: a result is tainted by any integrity flag that is not a warning.
+    Takes `IntegrityFlag`s or their stored dicts (a dict without a severity is a hack)."""
+    for flag in flags or []:
+        severity = flag.get("severity", "hack") if isinstance(flag, dict) else \
+            getattr(flag, "severity", "hack")
+        if severity != "warning":
+            return True
+    return False
+
+
 @dataclass
 class EvaluationResult:
     status: str

@@ -19,7 +19,6 @@ import os
 import re
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -74,26 +73,6 @@ def clean_environment(workdir: Path, extra: dict[str, str] | None = None) -> dic
     })
     env.update(extra or {})
     return {k: v for k, v in env.items() if not SECRET_PATTERN.search(k)}
-
-
-def apply_rlimits(limits: SandboxLimits, timeout_s: float) -> dict[str, int]:
-    """Called inside the child (before candidate code loads): lowers soft and hard limits."""
-    import resource
-
-    wanted = {
-        "RLIMIT_NPROC": limits.max_processes,
-        "RLIMIT_NOFILE": limits.max_open_files,
-        "RLIMIT_FSIZE": limits.max_file_bytes,
-        "RLIMIT_CPU": int(timeout_s * limits.cpu_seconds_per_wall_second) + 30,
-    }
-    applied = {}
-    for name, value in wanted.items():
-        which = getattr(resource, name)
-        _, hard = resource.getrlimit(which)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(which, (value, value))
-        applied[name] = value
-    return applied
 
 
 class SandboxDied(RuntimeError):
@@ -379,44 +358,13 @@ def redact(text: str) -> str:
     return text
 
 
-class _PlainProcess:
-    """Fallback when the isolation module is unavailable: a process group, rlimits, and
-    `unshare -n` where the host allows it."""
-
-    def __init__(self, popen: subprocess.Popen, isolation: dict):
-        self.popen, self.isolation = popen, isolation
-
-    def memory_exceeded(self) -> bool:
-        return False
-
-    def kill(self, grace_s: float) -> None:
-        if self.popen.poll() is None:
-            kill_group(self.popen, grace_s)
-        else:
-            _signal_group(self.popen.pid, signal.SIGKILL)
-
-    def cleanup(self) -> None:
-        pass
-
-
 def spawn(argv: list[str], workdir: Path, *, limits: SandboxLimits, env: dict[str, str],
           gpu: bool, pass_fds: tuple[int, ...], stdout, extra_ro_paths: tuple[str, ...] = ()):
     """Start `argv` in the strongest sandbox this host offers (see `isolation`)."""
-    try:
-        from search_engine.evaluation.isolation import spawn_sandboxed
-    except ImportError:
-        spawn_sandboxed = None
-    if spawn_sandboxed is not None:
-        return spawn_sandboxed(argv, workdir, limits=limits, env=env, gpu=gpu, pass_fds=pass_fds,
-                               stdout=stdout, extra_ro_paths=extra_ro_paths)
-    isolation = isolation_summary(limits)
-    if isolation["network_isolated"]:
-        argv = [shutil.which("unshare") or "unshare", "-n", *argv]
-    timeout_s = float(env.get("KERNELHUB_SANDBOX_TIMEOUT_S", "600"))
-    popen = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                             stderr=subprocess.STDOUT, pass_fds=pass_fds, start_new_session=True,
-                             preexec_fn=functools.partial(apply_rlimits, limits, timeout_s))
-    return _PlainProcess(popen, isolation)
+    from search_engine.evaluation.isolation import spawn_sandboxed
+
+    return spawn_sandboxed(argv, workdir, limits=limits, env=env, gpu=gpu, pass_fds=pass_fds,
+                           stdout=stdout, extra_ro_paths=extra_ro_paths)
 
 
 def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
@@ -444,27 +392,6 @@ def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
                           wall_s=time.monotonic() - started,
                           log=redact(_tail(log_path, log_chars)), isolation=proc.isolation,
                           memory_exceeded=memory)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def kill_group(proc: subprocess.Popen, grace_s: float) -> None:
-    """SIGTERM the child's process group, then SIGKILL whatever is left after `grace_s`."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
-    _signal_group(proc.pid, signal.SIGKILL)
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _tail(path: Path, limit: int) -> str:

@@ -1,6 +1,6 @@
 """`python -m search_engine optimize` and `python -m search_engine suite`.
 
-search_engine/cli.py imports this module lazily and calls `register_optimize(subparsers)` and
+search_engine/cli.py builds its parser with `register_optimize(subparsers)` and
 `register_suite(subparsers)`; each sets `func=handler(args) -> exit code`.
 
 optimize --json prints one JSON object on its last stdout line::
@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from search_engine.cli import add_isolation_argument, parse_sizes, with_isolation
+from search_engine.cli_args import add_isolation_argument, parse_sizes, with_isolation
 
 
 def _common_arguments(p) -> None:

@@ -52,7 +52,8 @@ from search_engine.search import categories as cats
 from search_engine.search import credit
 from search_engine.search.events import EventEmitter
 from search_engine.search.memory import memory_view
-from search_engine.search.policies import Expansion, make_policy
+from search_engine.search.policies import Expansion, make_policy, record_move_effect
+from search_engine.search.skill_priors import SkillGuide
 from search_engine.search.tree import CANCELLED, PENDING, REFERENCE, Node, SearchTree
 from search_engine.synthesis.base import NodeView, NotCoveredError, Proposal, SynthesisRequest
 
@@ -160,7 +161,7 @@ class SearchRunner:
                  context: ContextProvider | None = None,
                  on_event: Callable[[dict[str, Any]], None] | None = None,
                  session: str = "local", tree: SearchTree | None = None, next_seq: int = 1,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, skills=None):
         self.problem_source = problem_source
         self.target = get_target(target) if isinstance(target, str) else target
         self.synthesizer = synthesizer
@@ -169,6 +170,8 @@ class SearchRunner:
         self.context = context or NullContextProvider()
         self.events = EventEmitter(session, on_event, next_seq=next_seq, clock=clock)
         self.tree = tree or SearchTree()
+        # first children from matching skills (skill_priors.py): given, or the context's
+        self.skills = SkillGuide.for_search(skills, self.context, self.tree.nodes.values())
         options = dict(self.config.policy_options)
         if self.config.strategy in ("evolution", "evolutionary"):
             options.setdefault("supports_crossover",
@@ -251,6 +254,7 @@ class SearchRunner:
         self._set_status(RUNNING, "started")
         try:
             self._family = self._check_covered()
+            self._prepare_skills()
             if not self.tree.nodes:
                 self._make_root()
             for node in sorted(self.tree.nodes.values(), key=lambda n: n.id):
@@ -276,6 +280,14 @@ class SearchRunner:
 
             family = self.config.family or guess_family(self.problem_source)
         return family
+
+    def _prepare_skills(self) -> None:
+        from search_engine.problems import guess_family
+
+        families = [self.config.family, guess_family(self.problem_source), self._family]
+        self.skills.prepare(self.synthesizer, self.problem_source, families, self.target.name)
+        if self.skills.failed:
+            self.events.log(f"skills could not be read: {self.skills.failed}", "warning")
 
     def _loop(self) -> str:
         stop_reason = ""
@@ -412,7 +424,11 @@ class SearchRunner:
         pending = _Pending(expansion=expansion, parent_id=parent.id, memory_mode=memory.mode,
                            query=query, passages=passages, count=count, batch=[])
         self._batches.append(pending.batch)  # the step's place in the order, filled on landing
-        if self._async:
+        drawn = self.skills.children(self.synthesizer, request, count)
+        if drawn:  # the first children come from skills, inline
+            pending.future = Future()
+            pending.future.set_result(drawn)
+        elif self._async:
             if self._synth_pool is None:
                 self._synth_pool = ThreadPoolExecutor(
                     max_workers=max(1, self.config.max_synthesis_in_flight),
@@ -479,6 +495,7 @@ class SearchRunner:
                            "kind": p.kind} for p in pending.passages],
                       second_parent_id=pending.expansion.second_parent_id,
                       **pending.expansion.tags)
+        origin.update(self.skills.origin_tags(proposal.source, pending.passages))
         self._add_usage(proposal.usage)
         node = self.tree.add(Node(self.tree.new_id(), parent.id, parent.depth + 1,
                                   proposal.source, origin))
@@ -613,6 +630,7 @@ class SearchRunner:
     def _apply(self, node: Node, result: EvaluationResult) -> None:
         node.result = result
         node.status = result.status
+        record_move_effect(self.tree, node)
         self._applied.add(node.id)
         changed = credit.update_credit(self.tree, self.config.gamma)
         payload = node.to_dict()

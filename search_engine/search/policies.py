@@ -8,6 +8,10 @@ MCTS (UCT with progressive widening)
     the best reward seen so far, and visits count evaluated and in-flight nodes of the
     subtree. Constants: ``exploration`` c = 1.0, ``widening_k`` = 1.0,
     ``widening_alpha`` = 0.5; ``restart_probability`` = 0.1 expands the root afresh.
+    Budget goes where the tree's statistics say it pays: with ``deepen_probability`` = 0.5
+    the step expands the best clean node when it improved on its parent (or is the best
+    first guess) and has fewer than ``max_children`` = 6 children, so an improving chain is
+    followed deeper before the budget is spread over siblings.
 
 Evolutionary (islands)
     ``islands`` populations expanded in turn; a parent is chosen by tournament (best of
@@ -26,7 +30,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from search_engine.search.tree import PENDING, Node, SearchTree
 
@@ -39,18 +43,6 @@ class Expansion:
     memory_mode: str
     second_parent_id: int | None = None
     tags: dict[str, Any] = field(default_factory=dict)  # copied into the children's origin
-
-
-class Policy(Protocol):
-    name: str
-
-    def select(self, tree: SearchTree, rng: random.Random) -> Expansion | None: ...
-
-    def on_applied(self, tree: SearchTree, node: Node) -> list[str]:
-        """Update after a result is applied; returns log lines (restarts, migrations)."""
-        ...
-
-    def rebuild(self, tree: SearchTree) -> None: ...
 
 
 def _expandable(node: Node) -> bool:
@@ -69,6 +61,8 @@ class MCTSPolicy:
     widening_k: float = 1.0
     widening_alpha: float = 0.5
     restart_probability: float = 0.1
+    deepen_probability: float = 0.5
+    max_children: int = 6
     memory: str = "auto"
     name: str = "mcts"
 
@@ -92,6 +86,9 @@ class MCTSPolicy:
         visits, best = self.stats(tree)
         if len(tree.nodes) > 1 and rng.random() < self.restart_probability:
             return Expansion(0, "restart")
+        deepen = self.improving_frontier(tree)
+        if deepen is not None and rng.random() < self.deepen_probability:
+            return Expansion(deepen.id, _memory_mode(self.memory, rng))
         scale = max(best.values()) or 1.0
         node = tree.root
         while True:
@@ -110,11 +107,61 @@ class MCTSPolicy:
 
             node = max(kids, key=uct)
 
+    def improving_frontier(self, tree: SearchTree) -> Node | None:
+        """The best clean node, when it is worth going deeper: it beat its parent (a first
+        child: it is the best so far) and still has room for children."""
+        best = tree.best()
+        if best is None or len(tree.children.get(best.id, [])) >= self.max_children:
+            return None
+        return best if improved_on_parent(tree, best) else None
+
     def on_applied(self, tree: SearchTree, node: Node) -> list[str]:
         return []
 
     def rebuild(self, tree: SearchTree) -> None:
         return None
+
+
+def improved_on_parent(tree: SearchTree, node: Node) -> bool:
+    parent = tree.nodes.get(node.parent_id) if node.parent_id is not None else None
+    if not node.is_clean_correct:
+        return False
+    if parent is None or not parent.is_clean_correct:
+        return True
+    return (node.reward or 0.0) > (parent.reward or 0.0)
+
+
+def _candidate_ms(node: Node | None) -> float | None:
+    if node is None or node.result is None:
+        return None
+    stats = node.result.timing.get("candidate")
+    return stats.median_ms if stats is not None else None
+
+
+def _bottleneck(node: Node | None) -> str:
+    if node is None or node.result is None:
+        return ""
+    found = node.result.diagnostics.get("bottleneck", "")
+    return found.get("class", "") if isinstance(found, dict) else str(found)
+
+
+def record_move_effect(tree: SearchTree, node: Node) -> None:
+    """Add to the node's move record (origin["move"]) what the move did: time and
+    diagnosis before and after, and whether it beat its parent. The tree, its events and
+    the skills then show why a node won."""
+    move = node.origin.get("move")
+    if not isinstance(move, dict) or node.result is None:
+        return
+    parent = tree.nodes.get(node.parent_id) if node.parent_id is not None else None
+    before, after = _candidate_ms(parent), _candidate_ms(node)
+    move["effect"] = {
+        "status": node.status, "ms_before": before, "ms_after": after,
+        "speedup_vs_parent": round(before / after, 4) if before and after else None,
+        "reward_before": parent.reward if parent is not None else None,
+        "reward_after": node.reward,
+        "diagnosis_before": _bottleneck(parent), "diagnosis_after": _bottleneck(node),
+        "improved": improved_on_parent(tree, node),
+    }
 
 
 @dataclass

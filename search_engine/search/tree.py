@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from search_engine.evaluation.result import EvaluationResult
+from search_engine.evaluation.result import EvaluationResult, is_tainted
 from search_engine.synthesis.base import NodeView
 
 PENDING, REFERENCE, CANCELLED = "pending", "reference", "cancelled"
@@ -67,7 +67,7 @@ class Node:
     def is_clean_correct(self) -> bool:
         """Correct and not tainted by any integrity flag of severity `hack`."""
         return (self.result is not None and self.result.status == "correct"
-                and not any(f.severity == "hack" for f in self.result.integrity_flags))
+                and not is_tainted(self.result.integrity_flags))
 
     def diagnostics_summary(self) -> dict[str, Any]:
         if self.result is None:

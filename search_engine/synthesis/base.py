@@ -119,6 +119,9 @@ class Proposal:
     rejected: str = ""
     model: str = ""  # which model wrote it (LLM synthesizers)
     sent: dict[str, Any] = field(default_factory=dict)  # what was sent: system prompt, passages
+    # The move that made it from its parent (offline): name, changed params, the parent's
+    # diagnosis and why; the search adds "effect" (time and diagnosis before/after).
+    move: dict[str, Any] = field(default_factory=dict)
 
     def origin(self, synthesizer: str) -> dict[str, Any]:
         data = asdict(self)

@@ -15,7 +15,7 @@ import ast
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from search_engine.protocols import ContextPassage
@@ -23,7 +23,7 @@ from search_engine.synthesis.base import Proposal, SynthesisError, SynthesisRequ
 from search_engine.synthesis.pricing import price_for
 from search_engine.synthesis.prompts import (
     FIT_LEVELS, Level, chars_for_tokens, estimate_tokens, fit_hard, keep_last, shorten_code,
-    summarise_dropped,
+    skill_effect_text, summarise_dropped,
 )
 
 SYSTEM_PROMPT = (
@@ -56,6 +56,10 @@ class LLMConfig:
     context_tokens: int = 32_000  # the model's context window; the prompt is fitted into it
     max_answer_chars: int = 60_000  # a longer answer becomes a failed node, never a candidate
     max_candidate_chars: int = 40_000  # the same for the extracted code
+    # Ask for the sampled tokens' log-probabilities (RL trainers' mismatch correction); an
+    # endpoint that refuses the option is asked again without it, and not asked again.
+    logprobs: bool = True
+    top_logprobs: int = 0  # alternatives per token (0: only the sampled token's)
 
     @property
     def max_prompt_chars(self) -> int:
@@ -71,6 +75,37 @@ class LLMConfig:
                    usd_per_1k_prompt_tokens=price.usd_per_1k_prompt,
                    usd_per_1k_completion_tokens=price.usd_per_1k_completion,
                    price_known=price.known, **kwargs)
+
+
+@dataclass
+class LLMProposal(Proposal):
+    """A proposal with what an RL trainer needs of the turn: the whole answer the model
+    sampled, its tokens' log-probabilities (None when the endpoint gave none) and the
+    sampling parameters of that request."""
+
+    response: str = ""
+    logprobs: dict[str, Any] | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Answer:
+    text: str
+    logprobs: dict[str, Any] | None
+    sampling: dict[str, Any]
+
+
+def token_logprobs(choice, top: int = 0) -> dict[str, Any] | None:
+    """{"tokens", "logprobs"[, "top"]} of a chat choice; None when the endpoint sent none."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    out: dict[str, Any] = {"tokens": [str(t.token) for t in content],
+                           "logprobs": [float(t.logprob) for t in content]}
+    if top:
+        out["top"] = [{str(a.token): float(a.logprob) for a in (t.top_logprobs or [])}
+                      for t in content]
+    return out
 
 
 def extract_code(answer: str) -> str:
@@ -135,7 +170,9 @@ def sent_passages(request: SynthesisRequest, level: Level = None) -> list[dict[s
     size = (level or FIT_LEVELS[0]).passage_chars
     return [{"document": p.document, "page": p.page, "section": p.section, "kind": p.kind,
              "score": p.score, "category": (p.metadata or {}).get("category", ""),
-             "source": passage_source(p), "text": p.text.strip()[:size]}
+             "source": passage_source(p), "text": p.text.strip()[:size],
+             **({"skill_id": (p.metadata or {}).get("skill_id"),
+                 "effect": skill_effect_text(p.metadata)} if p.kind == "skill" else {})}
             for p in request.context]
 
 
@@ -185,6 +222,7 @@ def _render_prompt(request: SynthesisRequest, level: Level) -> str:
         parts.append(_section("Already tried from this kernel (siblings)", "\n".join(lines)))
     if request.context:
         lines = [f"[{i + 1}] {p['source']}:\n{p['text']}"
+                 + (f"\n{p['effect']}" if p.get("effect") else "")
                  for i, p in enumerate(sent_passages(request, level))]
         parts.append(_section(f"Retrieved context (query: {request.context_query})",
                               "\n\n".join(lines)))
@@ -247,6 +285,7 @@ class LLMSynthesizer:
         self.config = config
         self._client = client
         self._sleep = sleep
+        self._logprobs_refused = False  # the endpoint said no to `logprobs`
 
     @property
     def model(self) -> str:
@@ -307,12 +346,13 @@ class LLMSynthesizer:
         corrections: list[str] = []
         problem = ""
         for _attempt in range(cfg.max_attempts):
-            answer = self._chat(messages, usage, seed=seed)
+            reply = self._chat(messages, usage, seed=seed)
+            answer = reply.text
             seed = (seed * 1103515245 + 12345) % 2**31  # a retried answer may differ
             if len(answer) > cfg.max_answer_chars:
                 return self._rejected(request, prompt, answer, usage, corrections, (
                     f"the answer was {len(answer):,} characters, over the cap of "
-                    f"{cfg.max_answer_chars:,}"))
+                    f"{cfg.max_answer_chars:,}"), reply)
             try:
                 source = extract_code(answer)
             except ValueError as exc:
@@ -321,9 +361,9 @@ class LLMSynthesizer:
                 if len(source) > cfg.max_candidate_chars:
                     return self._rejected(request, prompt, source, usage, corrections, (
                         f"the candidate was {len(source):,} characters, over the cap of "
-                        f"{cfg.max_candidate_chars:,}"))
+                        f"{cfg.max_candidate_chars:,}"), reply)
                 if source not in request.known_sources:
-                    return self._proposal(request, prompt, source, usage, corrections)
+                    return self._proposal(request, prompt, source, usage, corrections, reply)
                 problem = "the answer repeats a kernel already in the tree"
             complaint = (f"Your answer is unusable: {problem}. Reply with the complete file in "
                          "one ```python block.") if "repeats" not in problem else \
@@ -350,30 +390,44 @@ class LLMSynthesizer:
                 "summarised": level != FIT_LEVELS[0], "corrections": corrections,
                 "passages": sent_passages(request, level)}
 
-    def _proposal(self, request, prompt, source, usage, corrections) -> Proposal:
-        return Proposal(
+    def _proposal(self, request, prompt, source, usage, corrections, reply: Answer) -> Proposal:
+        return LLMProposal(
             source=source, transformation=self._transformation(request),
             params={"model": self.model, "temperature": self.config.temperature},
             prompt=prompt, usage=usage, model=self.model,
-            sent=self._sent(request, prompt, corrections))
+            sent=self._sent(request, prompt, corrections),
+            response=reply.text[:self.config.max_answer_chars], logprobs=reply.logprobs,
+            sampling=reply.sampling)
 
-    def _rejected(self, request, prompt, text, usage, corrections, why) -> Proposal:
+    def _rejected(self, request, prompt, text, usage, corrections, why, reply) -> Proposal:
         proposal = self._proposal(request, prompt, text[:2000] + "\n# ... cut: " + why + "\n",
-                                  usage, corrections)
+                                  usage, corrections, reply)
         proposal.rejected = why
+        proposal.response, proposal.logprobs = "", None  # over the cap: not kept
         return proposal
 
-    def _chat(self, messages: list[dict], usage: dict, seed: int) -> str:
+    def _sampling(self, seed: int) -> dict[str, Any]:
+        """The request's sampling parameters (what an RL trainer replays)."""
+        cfg = self.config
+        options: dict[str, Any] = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
+                                   "seed": seed}
+        if cfg.logprobs and not self._logprobs_refused:
+            options["logprobs"] = True
+            if cfg.top_logprobs:
+                options["top_logprobs"] = cfg.top_logprobs
+        return options
+
+    def _chat(self, messages: list[dict], usage: dict, seed: int) -> Answer:
         import openai
 
         delay = self.config.backoff_s
         last = ""
         status: int | None = None
         for attempt in range(self.config.max_transport_retries + 1):
+            sampling = self._sampling(seed)
             try:
                 response = self.client.chat.completions.create(
-                    model=self.config.model, messages=messages, seed=seed,
-                    temperature=self.config.temperature, max_tokens=self.config.max_tokens)
+                    model=self.config.model, messages=messages, **sampling)
             except openai.RateLimitError as exc:
                 retry_after = _retry_after(exc)
                 wait = delay if retry_after is None else retry_after
@@ -387,13 +441,19 @@ class LLMSynthesizer:
                 wait = delay
                 status, last = exc.status_code, f"HTTP {exc.status_code} {_brief(exc)}"
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying won't help
+                if sampling.get("logprobs") and _refuses_logprobs(exc):
+                    self._logprobs_refused = True
+                    return self._chat(messages, usage, seed)  # ask again, without them
                 raise SynthesisError(f"the endpoint refused the request: {exc.status_code} "
                                      f"{exc.message}", usage=usage, status_code=exc.status_code,
                                      model=self.model) from exc
             else:
                 self._count(response, usage)
                 choice = response.choices[0] if response.choices else None
-                return (choice.message.content or "") if choice else ""
+                text = (choice.message.content or "") if choice else ""
+                return Answer(text, token_logprobs(choice, self.config.top_logprobs),
+                              {"model": getattr(response, "model", None) or self.config.model,
+                               **sampling})
             if attempt == self.config.max_transport_retries:
                 break
             self._sleep(min(wait, self.config.max_backoff_s))
@@ -412,6 +472,12 @@ class LLMSynthesizer:
         usage["cost_usd"] = round(usage["cost_usd"] + prompt_tokens / 1000 *
                                   self.config.usd_per_1k_prompt_tokens + completion_tokens /
                                   1000 * self.config.usd_per_1k_completion_tokens, 8)
+
+
+def _refuses_logprobs(exc) -> bool:
+    """A 400/422 that names the logprobs option: the endpoint does not offer them."""
+    text = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}".lower()
+    return getattr(exc, "status_code", None) in (400, 422) and "logprob" in text
 
 
 def _brief(exc) -> str:

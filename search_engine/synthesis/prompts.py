@@ -73,3 +73,22 @@ def fit_hard(prompt: str, max_chars: int, final_line: str) -> str:
     note = "\n[... the rest was cut to fit the model's context ...]\n"
     keep = max(0, max_chars - len(note) - len(final_line))
     return prompt[:keep] + note + final_line
+
+
+def skill_effect_text(meta: dict) -> str:
+    """A skill passage's measured effect, from its metadata (knowledge.skills.skill_effect):
+    how fast its steps were, and how it did when later searches reused it."""
+    meta = meta or {}
+    parts = []
+    if meta.get("speedup_mean") is not None:
+        best = f" ({meta['speedup_best']:.2f}x best)" if meta.get("speedup_best") else ""
+        parts.append(f"{meta['speedup_mean']:.2f}x mean speedup vs eager{best} over "
+                     f"{meta.get('observations') or 1} step(s)")
+    uses = int(meta.get("uses") or 0)
+    if uses:
+        gain = f", mean gain {meta['gain_mean']:.2f}x" if meta.get("gain_mean") is not None else ""
+        parts.append(f"reused {uses} time(s), beat its parent {int(meta.get('helped') or 0)} "
+                     f"time(s){gain}")
+    elif parts:
+        parts.append("not reused yet")
+    return ("Measured effect: " + "; ".join(parts) + ".") if parts else ""

@@ -74,6 +74,7 @@ class Analysis:
     op_names: list[str] = field(default_factory=list)  # the reference's ops, for origin
     input_names: list[str] = field(default_factory=list)  # forward's argument names
     output_dtype: str = "torch.float32"
+    materialized_bytes: int = 0  # real tensor data the sandboxed tracing held (meta: 0)
 
     def topo(self) -> list[IRNode]:
         return [self.nodes[i] for i in sorted(self.nodes)]
@@ -97,7 +98,9 @@ def analyze(problem_source: str, *, timeout_s: float = ANALYZE_TIMEOUT_S,
     payload = _probe_analysis(problem_source, timeout_s, memory_bytes)
     if not payload["covered"]:
         raise NotCoveredError(payload["message"], payload["ops"])
-    return analysis_from_json(payload["analysis"])
+    analysis = analysis_from_json(payload["analysis"])
+    analysis.materialized_bytes = payload.get("materialized_bytes", 0)
+    return analysis
 
 
 _PROBED: OrderedDict[str, dict] = OrderedDict()  # source sha256 -> checked probe payload
@@ -138,7 +141,10 @@ def _check_payload(payload: dict) -> dict:
             raise
         except NotCoveredError:
             pass  # well-formed; `analyze` refuses it on every call, without probing again
-        return {"covered": True, "analysis": payload["analysis"]}
+        held = payload.get("materialized_bytes", 0)
+        if not isinstance(held, int) or isinstance(held, bool) or held < 0:
+            raise CoverageUnknown("coverage unknown: the sandbox's answer is malformed")
+        return {"covered": True, "analysis": payload["analysis"], "materialized_bytes": held}
     if covered is False:
         message, ops = payload.get("message"), payload.get("ops")
         if not isinstance(message, str) or not isinstance(ops, list) \
@@ -151,7 +157,11 @@ def _check_payload(payload: dict) -> dict:
 
 def trace_module(module) -> Analysis:
     """Trace a loaded problem module. This RUNS the problem's code: only the sandboxed probe
-    (`search_engine.problem_probe`) calls it."""
+    (`search_engine.problem_probe`) calls it.
+
+    The model and its inputs are built on the meta device (shapes and dtypes, no storage), so
+    an official-size problem costs no memory; `materialized_bytes` on the result says how much
+    real tensor data the analysis held (0 unless the problem forced real tensors)."""
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
@@ -159,8 +169,7 @@ def trace_module(module) -> Analysis:
         if not hasattr(module, name):
             raise NotCoveredError(f"the problem does not define {name}")
     torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs()).eval()
-    inputs = list(module.get_inputs())
+    model, inputs = _build_on_meta(module)
     try:
         graph_module = torch.fx.symbolic_trace(model)
     except Exception as exc:  # data-dependent control flow and the like
@@ -171,7 +180,43 @@ def trace_module(module) -> Analysis:
     except Exception as exc:
         raise NotCoveredError(f"the reference Model did not run on get_inputs(): "
                               f"{type(exc).__name__}: {exc}") from exc
-    return _Translator(graph_module, len(inputs)).run()
+    analysis = _Translator(graph_module, len(inputs), inputs).run()
+    analysis.materialized_bytes = _real_bytes(model, inputs)
+    return analysis
+
+
+def _build_on_meta(module):
+    """The Model and get_inputs() with every factory call on the meta device; `.cuda()` and
+    `.to(device)` keep meta tensors on meta (the analysis needs shapes, never values)."""
+    originals = {name: getattr(torch.Tensor, name) for name in ("cuda", "to", "cpu")}
+
+    def stay_on_meta(name):
+        def call(self, *args, **kwargs):
+            if self.is_meta:
+                dtype = next((a for a in args if isinstance(a, torch.dtype)), kwargs.get("dtype"))
+                return self if dtype is None else originals["to"](self, dtype=dtype)
+            return originals[name](self, *args, **kwargs)
+        return call
+
+    try:
+        for name in originals:
+            setattr(torch.Tensor, name, stay_on_meta(name))
+        with torch.device("meta"):
+            model = module.Model(*module.get_init_inputs())
+            inputs = list(module.get_inputs())
+    finally:
+        for name, fn in originals.items():
+            setattr(torch.Tensor, name, fn)
+    if isinstance(model, torch.nn.Module):
+        model.eval()  # as the evaluator runs the reference
+    return model, inputs
+
+
+def _real_bytes(model, inputs) -> int:
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters()) + list(model.buffers())
+    return int(sum(t.numel() * t.element_size() for t in tensors if not t.is_meta))
 
 
 # --- the op graph as JSON (written in the sandbox, checked here) -------------------------------
@@ -181,10 +226,20 @@ DTYPE_NAMES = (
     "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
     "float8_e5m2fnuz", "uint16", "uint32", "uint64",
 )
-OPS = UNARY | BINARY | REDUCTIONS | LEAVES | {"matmul", "transpose"}
+# ops only the staged family (staged.py) renders; a graph with any of them is staged
+STAGED_OPS = {"conv", "pool", "scan", "attention", "prod", "reshape", "permute", "expand",
+              "flip", "slice", "cat", "iota", "where", "gt", "lt", "ge", "le", "eq", "ne",
+              "sign", "floor", "ceil", "round", "trunc", "erf"}
+OPS = UNARY | BINARY | REDUCTIONS | LEAVES | {"matmul", "transpose"} | STAGED_OPS
 FAMILIES = ("elementwise", "rows", "matmul")
-_FLOAT_ATTRS = ("beta", "threshold", "alpha", "slope", "lo", "hi", "exponent")
-_DIM_ATTRS = ("dims", "in_shape")
+_FLOAT_ATTRS = ("beta", "threshold", "alpha", "slope", "lo", "hi", "exponent", "divisor",
+                "scale")
+_DIM_ATTRS = ("dims", "in_shape", "stride", "padding", "dilation", "output_padding", "kernel",
+              "perm")
+_BOOL_ATTRS = ("keepdim", "temp", "transposed", "ceil_mode", "count_include_pad", "causal",
+               "scalar")
+_INT_ATTRS = ("groups", "dim", "start", "step")
+_MODES = ("max", "avg", "sum", "prod")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 _PATH_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}|[0-9]{1,6}")
 _MAX_NODES = 20_000
@@ -291,9 +346,18 @@ def _attrs_from_json(raw: Any) -> dict[str, Any]:
             attrs[key] = None if value is None else _float(value, key)
         elif key in _DIM_ATTRS:
             attrs[key] = _shape(value)
-        elif key == "keepdim" or key == "temp":
+        elif key in _BOOL_ATTRS:
             if not isinstance(value, bool):
                 raise _Malformed(key)
+            attrs[key] = value
+        elif key in _INT_ATTRS:
+            if not isinstance(value, int) or isinstance(value, bool) or \
+                    not 0 <= value <= _MAX_DIM:
+                raise _Malformed(key)
+            attrs[key] = value
+        elif key == "mode":
+            if value not in _MODES:
+                raise _Malformed("mode")
             attrs[key] = value
         elif key == "index":
             if not isinstance(value, int) or isinstance(value, bool) or not -1 <= value < 4096:
@@ -360,9 +424,10 @@ def _arg(fx_node, pos: int, name: str, default=None):
 
 
 class _Translator:
-    def __init__(self, graph_module, input_count: int):
+    def __init__(self, graph_module, input_count: int, inputs=()):
         self.gm = graph_module
         self.input_count = input_count
+        self.inputs = list(inputs)
         self.nodes: dict[int, IRNode] = {}
         self.env: dict[str, Any] = {}  # fx node name -> IR id (or tuple for max(dim=...))
         self.uncovered: list[str] = []
@@ -432,13 +497,22 @@ class _Translator:
             if fx_node.op == "placeholder":
                 self.input_names.append(str(fx_node.target))
                 dtype = meta.dtype if meta is not None and hasattr(meta, "dtype") else None
-                if dtype is None:
+                value = self.inputs[placeholder_index] \
+                    if placeholder_index < len(self.inputs) else None
+                if dtype is None and isinstance(value, (int, float)) \
+                        and not isinstance(value, bool):  # a scalar argument, passed as is
+                    self.env[fx_node.name] = self.add("input", [], (), torch.float32,
+                                                      index=placeholder_index, scalar=True)
+                elif dtype is None:
                     self.uncovered.append(f"non-tensor input {fx_node.name}")
                     self.env[fx_node.name] = None
                 else:
                     self.env[fx_node.name] = self.add("input", [], shape, dtype,
                                                       index=placeholder_index)
                 placeholder_index += 1
+            elif fx_node.op == "get_attr" and lowering.is_traced_constant(
+                    self.gm, fx_node.target):
+                self.env[fx_node.name] = lowering.traced_constant(self, fx_node)
             elif fx_node.op == "get_attr":
                 tensor = _get_attr(self.gm, fx_node.target)
                 self.env[fx_node.name] = self.add("param", [], tuple(tensor.shape),
@@ -457,6 +531,9 @@ class _Translator:
                     self.env[fx_node.name] = self.translate(fx_node, name, shape)
                 except _Uncovered as exc:
                     self.uncovered.append(str(exc))
+                    self.env[fx_node.name] = None
+                except Exception as exc:  # an argument form the lowering does not know
+                    self.uncovered.append(f"{name} ({type(exc).__name__})")
                     self.env[fx_node.name] = None
         if self.uncovered:
             raise NotCoveredError(
@@ -548,7 +625,7 @@ class _Translator:
             pair = self.env.get(base.name)
             if isinstance(pair, tuple) and index in (0, 1):
                 return pair[index]
-            raise _Uncovered("getitem (indexing)")
+            return lowering.getitem(self, fx_node)
         if name == "layer_norm":
             normalized = get(1, "normalized_shape")
             return self.layer_norm(x, normalized, get(2, "weight"), get(3, "bias"),
@@ -567,7 +644,7 @@ class _Translator:
             if name == "dropout" and fx_node.kwargs.get("training", False):
                 raise _Uncovered("dropout in training mode")
             return x
-        raise _Uncovered(name)
+        return lowering.function(self, fx_node, name, args, get, shape)
 
     def translate_module(self, fx_node, shape):
         sub = self.gm.get_submodule(fx_node.target)
@@ -608,7 +685,7 @@ class _Translator:
             if sub.bias is not None:
                 out = self.binary("add", out, self.param(f"{path}.bias", sub.bias), shape)
             return out
-        raise _Uncovered(kind)
+        return lowering.module(self, fx_node, sub, x, shape)
 
     def param(self, path, tensor) -> int:
         return self.add("param", [], tuple(tensor.shape), tensor.dtype, path=path)
@@ -643,7 +720,8 @@ class _Translator:
 
     def reduction_call(self, fx_node, name, x, args, get):
         in_shape = self.shape(x)
-        if name in ("max", "min") and len(args) > 1 and isinstance(args[1], int):
+        if name in ("max", "min") and len(args) > 1 and (
+                isinstance(args[1], int) or hasattr(fx_node.args[1], "op")):
             return self.binary("maximum" if name == "max" else "minimum", args[0], args[1],
                                self.shape(args[0]))
         if name == "norm":
@@ -692,11 +770,13 @@ class _Translator:
                 else list(fx_node.args[1])
             order = [o % rank for o in order]
             if order != list(range(rank - 2)) + [rank - 1, rank - 2]:
-                raise _Uncovered("permute (other than swapping the last two dims)")
+                return self.add("permute", [x], shape, perm=tuple(order))
         elif name in ("transpose", "swapaxes"):
             d0, d1 = sorted(_int(a) % rank for a in fx_node.args[1:3])
             if (d0, d1) != (rank - 2, rank - 1):
-                raise _Uncovered("transpose (other than the last two dims)")
+                order = list(range(rank))
+                order[d0], order[d1] = d1, d0
+                return self.add("permute", [x], shape, perm=tuple(order))
         return self.add("transpose", [x], shape)
 
 
@@ -745,6 +825,18 @@ def classify(all_nodes: dict[int, IRNode], output: int, input_count: int,
              op_names: list[str], input_names: list[str], output_dtype: str) -> Analysis:
     """The family of the graph that computes `output` (pure: no problem code runs)."""
     nodes = _prune(all_nodes, output)
+    from search_engine.synthesis.offline import staged
+
+    if staged.needs_staging(nodes):
+        return staged.classify(nodes, output, input_count, op_names, input_names, output_dtype)
+    try:
+        return _classify_fused(nodes, output, input_count, op_names, input_names, output_dtype)
+    except NotCoveredError as refused:  # beyond one fused kernel: a pipeline of stages
+        return staged.classify(nodes, output, input_count, op_names, input_names,
+                               output_dtype, refused)
+
+
+def _classify_fused(nodes, output, input_count, op_names, input_names, output_dtype):
     matmuls = [n for n in nodes.values() if n.op == "matmul"]
     reductions = [n for n in nodes.values() if n.op in REDUCTIONS]
     analysis = Analysis("elementwise", nodes, output, input_count, op_names=op_names,
@@ -874,3 +966,4 @@ def op_summary(analysis: Analysis) -> str:
 
 __all__ = ["Analysis", "IRNode", "Const", "CoverageUnknown", "analysis_from_json",
            "analysis_to_json", "analyze", "classify", "op_summary", "trace_module"]
+from search_engine.synthesis.offline import lowering  # noqa: E402,F401 (the tracer calls it)

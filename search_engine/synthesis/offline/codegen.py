@@ -1,19 +1,9 @@
-"""Write a candidate's Triton source from an `Analysis` and a template's parameters.
+"""Pieces every offline family shares when it writes a candidate's Triton source: pointwise
+ops as Triton expressions, operand addressing (full, broadcast, scalar), the `Kernel` text
+builder, the forward() prefix, and the candidate file around the kernels (`assemble`).
 
-Three templates, one per family; each returns the kernels and the forward body:
-
-- elementwise: one 1-D kernel; every operand is loaded once, the whole op DAG is fused.
-- rows: one program per ``ROWS`` rows. ``single`` keeps a whole row in registers
-  (``BLOCK_R`` = next power of two ≥ row length); ``looped`` streams the row in chunks of
-  ``BLOCK_R``, one pass per reduction (values are recomputed, never stored), then a last
-  pass for the output.
-- matmul: a tiled ``tl.dot`` kernel with group-M swizzle, stages, warps and split-K; the
-  epilogue (bias, pointwise chain) is fused on the accumulator; reductions after the matmul
-  run in a second, generated rows kernel over the fused result. With split-K the partial
-  products are accumulated atomically into an fp32 workspace and the epilogue runs in its
-  own kernel.
-
-All arithmetic is done in fp32 and cast to the output dtype on store.
+The families themselves: elementwise.py, rows.py, matmul.py. All arithmetic is done in fp32
+and cast to the output dtype on store.
 """
 
 from __future__ import annotations
@@ -24,7 +14,7 @@ import textwrap
 
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.analysis import (
-    BINARY, LEAVES, REDUCTIONS, Analysis, Const, IRNode,
+    BINARY, LEAVES, Analysis, Const, IRNode,
 )
 
 NEG_INF = "float('-inf')"
@@ -161,347 +151,30 @@ class Kernel:
         return head + textwrap.indent("\n".join(self.body), "    ") + "\n"
 
 
-# -- elementwise ---------------------------------------------------------------------------
-
-def elementwise_kernel(an: Analysis, ids: list[int], out_id: int, shape, name: str,
-                       args: list[str], launch_prefix: list[str], out_var: str,
-                       params: dict) -> tuple[Kernel, list[str]]:
-    """A fused 1-D kernel computing node `out_id` over `shape`; returns kernel and launch."""
-    k = Kernel(name)
-    nodes = an.nodes
-    leaves = [i for i in ids if nodes[i].op in LEAVES or i in an_extra_leaves(an)]
-    k.params.append("out_ptr")
-    call = [out_var]
-    rank = len(shape)
-    for i in leaves:
-        k.params.append(f"in{i}_ptr")
-        call.append(f"kh_t{i}")
-    k.params.append("n_elements")
-    call.append(f"{out_var}.numel()")
-    needs = set()
-    for i in leaves:
-        if leaf_kind(nodes[i].shape, shape) == "bcast":
-            for d in varying_dims(nodes[i].shape, shape):
-                needs.add(d)
-                k.params.append(f"s{i}_{d}")
-                call.append(f"kh_st{i}[{d}]")
-    for d in range(rank):
-        k.params.append(f"D{d}: tl.constexpr")
-        call.append(f"{out_var}.shape[{d}]" if rank else "1")
-    k.params.append("BLOCK: tl.constexpr")
-    body = k.body
-    body.append("pid = tl.program_id(0)")
-    body.append("offs = pid * BLOCK + tl.arange(0, BLOCK)")
-    body.append("mask = offs < n_elements")
-    if needs:
-        body.extend(unravel("offs", [f"D{d}" for d in range(rank)], "c"))
-    names: dict[int, str] = {}
-    for i in ids:
-        node = nodes[i]
-        if i in leaves:
-            kind = leaf_kind(node.shape, shape)
-            if kind == "full":
-                body.append(f"v{i} = tl.load(in{i}_ptr + offs, mask=mask, other=0.0)"
-                            ".to(tl.float32)")
-            elif kind == "scalar":
-                body.append(f"v{i} = tl.load(in{i}_ptr).to(tl.float32)")
-            else:
-                off = " + ".join(f"c{d} * s{i}_{d}" for d in varying_dims(node.shape, shape))
-                body.append(f"v{i} = tl.load(in{i}_ptr + {off}, mask=mask, other=0.0)"
-                            ".to(tl.float32)")
-        else:
-            body.append(f"v{i} = " + pointwise(node, [operand(a, names) for a in node.operands]))
-        names[i] = f"v{i}"
-    body.append(f"tl.store(out_ptr + offs, v{out_id}.to(out_ptr.dtype.element_ty), mask=mask)")
-    launch = list(launch_prefix)
-    for i in leaves:
-        if leaf_kind(nodes[i].shape, shape) == "bcast":
-            launch.append(f"kh_st{i} = kh_t{i}.expand({out_var}.shape).stride()")
-    block = params["BLOCK"]
-    launch.append(f"kh_grid = (triton.cdiv({out_var}.numel(), {block}),)")
-    launch.append(f"{name}[kh_grid](" + ", ".join(call) + f", BLOCK={block}, "
-                  f"num_warps={params['num_warps']})")
-    return k, launch
-
-
 def an_extra_leaves(an: Analysis) -> set[int]:
     return getattr(an, "_extra_leaves", set())
 
 
-# -- rows ----------------------------------------------------------------------------------
+# -- forward() pieces shared by the families ----
 
-class RowsWriter:
-    """Writes one rows kernel for the nodes `ids` of `an` (reductions over `an.reduce_dims`)."""
-
-    def __init__(self, an: Analysis, ids: list[int], out_id: int, name: str, params: dict):
-        self.an, self.ids, self.out_id, self.name, self.p = an, ids, out_id, name, params
-        self.nodes = an.nodes
-        self.shape = tuple(an.row_shape)
-        self.d0, self.d1 = an.reduce_dims[0], an.reduce_dims[-1]
-        self.leaves = [i for i in ids if self.nodes[i].op in LEAVES or i in an_extra_leaves(an)]
-        self.level = self._levels()
-
-    def _levels(self) -> dict[int, str]:
-        level = {}
-        for i in self.ids:
-            node = self.nodes[i]
-            if i in self.leaves:
-                level[i] = "full"
-            elif node.op in REDUCTIONS:
-                level[i] = "row"
-            else:
-                level[i] = "full" if any(level[r] == "full" for r in node.refs()) else "row"
-        return level
-
-    def kernel(self) -> Kernel:
-        k = Kernel(self.name)
-        k.params += ["out_ptr"] + [f"in{i}_ptr" for i in self.leaves]
-        k.params += ["n_rows", "R", "INNER"]
-        for i in self.leaves:
-            if leaf_kind(self.nodes[i].shape, self.shape) == "bcast":
-                k.params += [f"s{i}_{d}" for d in varying_dims(self.nodes[i].shape, self.shape)]
-        k.params += [f"D{d}: tl.constexpr" for d in range(len(self.shape))]
-        k.params += ["ROWS: tl.constexpr", "BLOCK_R: tl.constexpr"]
-        b = k.body
-        b.append("pid = tl.program_id(0)")
-        b.append("rows = pid * ROWS + tl.arange(0, ROWS)[:, None]")
-        b.append("row_mask = rows < n_rows")
-        b.append("outer = rows // INNER")
-        b.append("inner = rows % INNER")
-        b.append("base = outer * R * INNER + inner")
-        if any(self._needs_group(g) for g in ("outer", "inner")):
-            b.extend(self._coords("outer"))
-            b.extend(self._coords("inner"))
-        if self.p.get("variant", "single") == "single":
-            self._single(b)
-        else:
-            self._looped(b)
-        return k
-
-    # coordinates ----------------------------------------------------------------------
-    def _group(self, which):
-        rank = len(self.shape)
-        return {"outer": range(0, self.d0), "red": range(self.d0, self.d1 + 1),
-                "inner": range(self.d1 + 1, rank)}[which]
-
-    def _needs_group(self, which) -> bool:
-        group = set(self._group(which))
-        return any(leaf_kind(self.nodes[i].shape, self.shape) == "bcast"
-                   and group & set(varying_dims(self.nodes[i].shape, self.shape))
-                   for i in self.leaves)
-
-    def _coords(self, which, flat=None) -> list[str]:
-        dims = list(self._group(which))
-        if not dims or not self._needs_group(which):
-            return []
-        flat = flat or which
-        lines = unravel(flat, [f"D{d}" for d in dims], f"{which}_c")
-        # rename local indices to absolute dims
-        return [line.replace(f"{which}_c", f"{which}_c_") for line in lines] + [
-            f"c{d} = {which}_c_{j}" for j, d in enumerate(dims)]
-
-    def _load(self, i: int, cols: str, mask: str) -> str:
-        node = self.nodes[i]
-        kind = leaf_kind(node.shape, self.shape)
-        if kind == "full":
-            return f"tl.load(in{i}_ptr + base + {cols} * INNER, mask={mask}, other=0.0)" \
-                   ".to(tl.float32)"
-        if kind == "scalar":
-            return f"tl.load(in{i}_ptr).to(tl.float32)"
-        off = " + ".join(f"c{d} * s{i}_{d}" for d in varying_dims(node.shape, self.shape))
-        return f"tl.load(in{i}_ptr + {off}, mask={mask}, other=0.0).to(tl.float32)"
-
-    def _emit_full(self, b, targets: set[int], names: dict, cols: str, mask: str):
-        """Emit the full-level nodes needed for `targets` (recomputed from loads)."""
-        needed, stack = set(), list(targets)
-        while stack:
-            i = stack.pop()
-            if i in needed or i in names:
-                continue
-            needed.add(i)
-            stack.extend(r for r in self.nodes[i].refs() if r not in names)
-        if self._needs_group("red") and any(i in self.leaves for i in needed):
-            b.extend(self._coords("red", flat=cols))
-        local = dict(names)
-        for i in self.ids:
-            if i not in needed:
-                continue
-            node = self.nodes[i]
-            if i in self.leaves:
-                b.append(f"f{i} = {self._load(i, cols, mask)}")
-            else:
-                b.append(f"f{i} = " + pointwise(node, [operand(a, local)
-                                                       for a in node.operands]))
-            local[i] = f"f{i}"
-        return local
-
-    def _single(self, b):
-        b.append("cols = tl.arange(0, BLOCK_R)[None, :]")
-        b.append("mask = row_mask & (cols < R)")
-        names: dict[int, str] = {}
-        for i in self.ids:
-            node = self.nodes[i]
-            if node.op in REDUCTIONS:
-                src = self._emit_full(b, {node.refs()[0]}, names, "cols", "mask")
-                names.update({k: v for k, v in src.items()})
-                x = names[node.refs()[0]]
-                b.append(f"r{i} = " + _reduce_block(node.op, x, "mask"))
-                names[i] = f"r{i}"
-            elif self.level[i] == "row" and i not in self.leaves:
-                b.append(f"r{i} = " + pointwise(node, [operand(a, names)
-                                                       for a in node.operands]))
-                names[i] = f"r{i}"
-        self._store(b, names, "cols", "mask")
-
-    def _looped(self, b):
-        names: dict[int, str] = {}
-        for i in self.ids:
-            node = self.nodes[i]
-            if node.op in REDUCTIONS:
-                self._reduction_loop(b, node, names)
-                names[i] = f"r{i}"
-            elif self.level[i] == "row" and i not in self.leaves:
-                b.append(f"r{i} = " + pointwise(node, [operand(a, names)
-                                                       for a in node.operands]))
-                names[i] = f"r{i}"
-        if self.level[self.out_id] == "full":
-            b.append("for start in range(0, R, BLOCK_R):")
-            inner = ["cols = start + tl.arange(0, BLOCK_R)[None, :]",
-                     "mask = row_mask & (cols < R)"]
-            self._store(inner, names, "cols", "mask")
-            b.extend("    " + line for line in inner)
-        else:
-            self._store(b, names, "cols", "mask")
-
-    def _reduction_loop(self, b, node: IRNode, names: dict):
-        i, op = node.id, node.op
-        init = {"sum": "tl.zeros([ROWS, BLOCK_R], dtype=tl.float32)",
-                "max": f"tl.full([ROWS, BLOCK_R], {NEG_INF}, tl.float32)",
-                "min": f"tl.full([ROWS, BLOCK_R], {POS_INF}, tl.float32)"}
-        if op in init:
-            b.append(f"acc{i} = {init[op]}")
-        else:
-            fill = NEG_INF if op == "argmax" else POS_INF
-            b.append(f"best{i} = tl.full([ROWS, 1], {fill}, tl.float32)")
-            b.append(f"idx{i} = tl.zeros([ROWS, 1], dtype=tl.int32)")
-        b.append("for start in range(0, R, BLOCK_R):")
-        loop = ["cols = start + tl.arange(0, BLOCK_R)[None, :]", "mask = row_mask & (cols < R)"]
-        local = self._emit_full(loop, {node.refs()[0]}, names, "cols", "mask")
-        x = local[node.refs()[0]]
-        if op == "sum":
-            loop.append(f"acc{i} += tl.where(mask, {x}, 0.0)")
-        elif op in ("max", "min"):
-            fn, fill = ("tl.maximum", NEG_INF) if op == "max" else ("tl.minimum", POS_INF)
-            loop.append(f"acc{i} = {fn}(acc{i}, tl.where(mask, {x}, {fill}))")
-        else:
-            fill, red, cmp = (NEG_INF, "tl.max", ">") if op == "argmax" else (POS_INF, "tl.min",
-                                                                              "<")
-            loop.append(f"m{i} = tl.where(mask, {x}, {fill})")
-            loop.append(f"cm{i} = {red}(m{i}, axis=1)[:, None]")
-            loop.append(f"ci{i} = tl.{op}(m{i}, axis=1)[:, None] + start")
-            loop.append(f"take{i} = cm{i} {cmp} best{i}")
-            loop.append(f"best{i} = tl.where(take{i}, cm{i}, best{i})")
-            loop.append(f"idx{i} = tl.where(take{i}, ci{i}, idx{i})")
-        b.extend("    " + line for line in loop)
-        if op == "sum":
-            b.append(f"r{i} = tl.sum(acc{i}, axis=1)[:, None]")
-        elif op == "max":
-            b.append(f"r{i} = tl.max(acc{i}, axis=1)[:, None]")
-        elif op == "min":
-            b.append(f"r{i} = tl.min(acc{i}, axis=1)[:, None]")
-        else:
-            b.append(f"r{i} = idx{i}")
-
-    def _store(self, b, names: dict, cols: str, mask: str):
-        out = self.out_id
-        if self.level[out] == "full":
-            local = self._emit_full(b, {out}, names, cols, mask)
-            b.append(f"tl.store(out_ptr + base + {cols} * INNER, "
-                     f"{local[out]}.to(out_ptr.dtype.element_ty), mask={mask})")
-        else:
-            b.append(f"tl.store(out_ptr + rows, {names[out]}.to(out_ptr.dtype.element_ty), "
-                     f"mask=row_mask)")
-
-    def launch(self, out_var: str, launch_prefix: list[str]) -> list[str]:
-        shape = self.shape
-        outer = math.prod(shape[: self.d0])
-        red = math.prod(shape[self.d0: self.d1 + 1])
-        inner = math.prod(shape[self.d1 + 1:])
-        lines = list(launch_prefix)
-        call = [out_var] + [f"kh_t{i}" for i in self.leaves]
-        lines.append(f"kh_shape = {tuple(shape)!r}")
-        call += [f"{outer * inner}", f"{red}", f"{inner}"]
-        for i in self.leaves:
-            if leaf_kind(self.nodes[i].shape, shape) == "bcast":
-                lines.append(f"kh_st{i} = kh_t{i}.expand(kh_shape).stride()")
-                call += [f"kh_st{i}[{d}]" for d in varying_dims(self.nodes[i].shape, shape)]
-        call += [f"{s}" for s in shape]
-        rows = self.p.get("ROWS", 1)
-        lines.append(f"kh_grid = (triton.cdiv({outer * inner}, {rows}),)")
-        lines.append(f"{self.name}[kh_grid](" + ", ".join(call) +
-                     f", ROWS={rows}, BLOCK_R={self.p['BLOCK_R']}, "
-                     f"num_warps={self.p['num_warps']})")
-        return lines
+def args_of(an: Analysis) -> list[str]:
+    return an.input_names or [f"x{i}" for i in range(an.input_count)]
 
 
-def _reduce_block(op: str, x: str, mask: str) -> str:
-    if op == "sum":
-        return f"tl.sum(tl.where({mask}, {x}, 0.0), axis=1)[:, None]"
-    if op in ("max", "argmax"):
-        return f"tl.{op}(tl.where({mask}, {x}, {NEG_INF}), axis=1)[:, None]"
-    return f"tl.{op}(tl.where({mask}, {x}, {POS_INF}), axis=1)[:, None]"
-
-
-# -- matmul --------------------------------------------------------------------------------
-
-MATMUL_PREAMBLE = """\
-pid = tl.program_id(0)
-pid_k = tl.program_id(1)
-batch = tl.program_id(2)
-num_pid_m = tl.cdiv(M, BLOCK_M)
-num_pid_n = tl.cdiv(N, BLOCK_N)
-num_pid_in_group = GROUP_M * num_pid_n
-group_id = pid // num_pid_in_group
-first_pid_m = group_id * GROUP_M
-group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
-pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-pid_n = (pid % num_pid_in_group) // group_size_m
-rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-tile_mask = (rm[:, None] < M) & (rn[None, :] < N)"""
-
-MATMUL_LOOP = """\
-rk = tl.arange(0, BLOCK_K)
-a_base = a_ptr + batch * stride_ab + rm[:, None] * stride_am
-b_base = b_ptr + batch * stride_bb + rn[None, :] * stride_bn
-acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-for k0 in range(pid_k * BLOCK_K, K, BLOCK_K * SPLIT_K):
-    k = k0 + rk
-    a = tl.load(a_base + k[None, :] * stride_ak, mask=(rm[:, None] < M) & (k[None, :] < K),
-                other=0.0)
-    b = tl.load(b_base + k[:, None] * stride_bk, mask=(k[:, None] < K) & (rn[None, :] < N),
-                other=0.0)
-    acc = tl.dot(a, b, acc, input_precision=PRECISION)"""
-
-
-def epilogue_lines(an: Analysis, ids: list[int], mm_id: int, out_id: int) -> list[str]:
-    names = {mm_id: "acc"}
+def leaf_prefix(an: Analysis, ids, full_shape) -> list[str]:
     lines = []
     for i in ids:
         node = an.nodes[i]
-        if i == mm_id:
-            continue
-        if node.op in LEAVES:
-            lines.append(f"e{i} = tl.load(in{i}_ptr + batch * s{i}_b + rm[:, None] * s{i}_m "
-                         f"+ rn[None, :] * s{i}_n, mask=tile_mask, other=0.0).to(tl.float32)")
-        else:
-            lines.append(f"e{i} = " + pointwise(node, [operand(a, names) for a in node.operands]))
-        names[i] = f"e{i}"
-    lines.append("out_ptrs = out_ptr + batch * stride_ob + rm[:, None] * stride_om "
-                 "+ rn[None, :] * stride_on")
-    lines.append(f"tl.store(out_ptrs, {names[out_id]}.to(out_ptr.dtype.element_ty), "
-                 "mask=tile_mask)")
+        if node.op in LEAVES and not node.attrs.get("temp"):
+            expr = leaf_expr(node, args_of(an))
+            suffix = ".contiguous()" if tuple(node.shape) == tuple(full_shape) else ""
+            lines.append(f"kh_t{i} = {expr}{suffix}")
     return lines
+
+
+def device_expr(an: Analysis) -> str:
+    return f"{args_of(an)[0]}.device" if an.input_count else "'cuda'"
+
 
 
 # -- the candidate file --------------------------------------------------------------------
@@ -554,7 +227,8 @@ def shape_guard(an: Analysis, args: list[str]) -> list[str]:
     """The kernels are specialised for the problem's shapes: refuse others loudly."""
     lines = []
     for node in an.topo():
-        if node.op == "input" and 0 <= node.attrs.get("index", -1) < len(args):
+        if node.op == "input" and not node.attrs.get("scalar") \
+                and 0 <= node.attrs.get("index", -1) < len(args):  # scalars have no shape
             name, shape = args[node.attrs["index"]], tuple(node.shape)
             lines += [f"if tuple({name}.shape) != {shape!r}:",
                       f"    raise ValueError(f'generated for {name} of shape {shape!r}, got "

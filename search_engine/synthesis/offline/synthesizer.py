@@ -17,8 +17,30 @@ import random
 from typing import Any
 
 from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisRequest
-from search_engine.synthesis.offline import templates
+from search_engine.synthesis.offline import staged, templates
 from search_engine.synthesis.offline.analysis import Analysis, analyze
+
+# family name -> the module with its parameters, moves and rendering (render, default_params,
+# clamp, valid, random_params, ordered_moves, apply_move, fits_shared_memory, notes)
+FAMILY_MODULES = {"elementwise": templates, "rows": templates, "matmul": templates,
+                  **{family: staged for family in staged.FAMILIES}}
+
+
+def family_module(an: Analysis):
+    return FAMILY_MODULES[an.family]
+
+
+def prepared(an: Analysis) -> Analysis:
+    """A matmul problem split into its fused GEMM and epilogue; an epilogue the fused
+    template cannot take (a norm, reductions of several shapes) makes it a staged pipeline."""
+    if an.family != "matmul":
+        return an
+    try:
+        templates.prepare_matmul(an)
+        return an
+    except NotCoveredError as refused:
+        return staged.classify(an.nodes, an.output, an.input_count, an.op_names,
+                               an.input_names, an.output_dtype, refused)
 
 
 class OfflineSynthesizer:
@@ -37,10 +59,7 @@ class OfflineSynthesizer:
         key = hashlib.sha256(problem_source.encode()).hexdigest()
         if key not in self._analyses:
             try:
-                an = analyze(problem_source)
-                if an.family == "matmul":
-                    templates.prepare_matmul(an)
-                self._analyses[key] = an
+                self._analyses[key] = prepared(analyze(problem_source))
             except NotCoveredError as exc:
                 self._analyses[key] = exc
         found = self._analyses[key]
@@ -53,13 +72,15 @@ class OfflineSynthesizer:
         return self.analysis(problem_source).family
 
     def render(self, problem_source: str, params: dict[str, Any]) -> str:
-        return templates.render(problem_source, self.analysis(problem_source), params)
+        an = self.analysis(problem_source)
+        return family_module(an).render(problem_source, an, params)
 
     def propose(self, request: SynthesisRequest, n: int, rng: random.Random) -> list[Proposal]:
         an = self.analysis(request.problem_source)
         target, policy = request.target.name, request.precision_policy
         parent_params = request.parent.origin.get("params") \
             if request.parent.origin.get("synthesizer") == self.name else None
+        diagnosis = templates.diagnosis_class(request.parent.status, request.parent.diagnostics)
         if request.memory.mode == "restart" or not parent_params:
             candidates = self._fresh(an, target, policy, rng, n)
         elif request.second_parent is not None and \
@@ -67,47 +88,48 @@ class OfflineSynthesizer:
             candidates = self._crossover(an, parent_params,
                                          request.second_parent.origin["params"], rng, n)
         else:
-            diagnosis = templates.diagnosis_class(request.parent.status,
-                                                  request.parent.diagnostics)
             candidates = self._moves(an, parent_params, diagnosis, policy, rng, request)
         proposals, seen = [], set(request.known_sources)
         limit = request.target.shared_memory_per_block_bytes
         for transformation, params in candidates:
-            if not templates.fits_shared_memory(an, params, limit):
+            if not family_module(an).fits_shared_memory(an, params, limit):
                 continue
-            source = templates.render(request.problem_source, an, params)
+            source = family_module(an).render(request.problem_source, an, params)
             if source in seen:
                 continue
             seen.add(source)
+            move = templates.move_record(transformation, parent_params or {}, params,
+                                         request.parent.id, diagnosis)
             proposals.append(Proposal(source=source, transformation=transformation,
-                                      params=params, notes=f"family {an.family}"))
+                                      params=params, notes=family_module(an).notes(an, params),
+                                      move=move))
             if len(proposals) >= n:
                 break
         return proposals
 
     def _fresh(self, an, target, policy, rng, n):
-        default = templates.default_params(an, target, policy)
+        default = family_module(an).default_params(an, target, policy)
         out = [(f"template:{an.family}", default)]
         for _ in range(8 * n):
-            params = templates.clamp(an, templates.random_params(an, default, rng))
-            if templates.valid(an, params):
+            params = family_module(an).clamp(an, family_module(an).random_params(an, default, rng))
+            if family_module(an).valid(an, params):
                 out.append((f"template:{an.family}:random", params))
         return out
 
     def _moves(self, an, params, diagnosis, policy, rng, request):
         out = []
-        for move in templates.ordered_moves(an, diagnosis, policy, rng):
-            new = templates.apply_move(an, params, move)
+        for move in family_module(an).ordered_moves(an, diagnosis, policy, rng):
+            new = family_module(an).apply_move(an, params, move)
             if new is not None:
                 out.append((move, new))
         # two moves at once when single moves are exhausted (already in the tree)
         for first, new in list(out):
-            for move in templates.ordered_moves(an, diagnosis, policy, rng)[:4]:
-                twice = templates.apply_move(an, new, move)
+            for move in family_module(an).ordered_moves(an, diagnosis, policy, rng)[:4]:
+                twice = family_module(an).apply_move(an, new, move)
                 if twice is not None:
                     out.append((f"{first}+{move}", twice))
         if diagnosis == "failure":
-            out.append(("reset_defaults", templates.default_params(an, request.target.name,
+            out.append(("reset_defaults", family_module(an).default_params(an, request.target.name,
                                                                    policy)))
         return out
 
@@ -116,7 +138,7 @@ class OfflineSynthesizer:
         for _ in range(4 * n):
             child = {k: (first[k] if rng.random() < 0.5 else second.get(k, first[k]))
                      for k in first}
-            child = templates.clamp(an, child)
-            if templates.valid(an, child):
+            child = family_module(an).clamp(an, child)
+            if family_module(an).valid(an, child):
                 out.append(("crossover", child))
         return out

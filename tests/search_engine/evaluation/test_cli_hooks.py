@@ -1,27 +1,14 @@
-"""Other helpers add `optimize` / `suite` through search_engine.search.cli_commands."""
-
-import sys
-import types
+"""The command line is one tree: every command is registered by `search_engine.cli`."""
 
 from search_engine import cli
 
 
-def test_external_registrars_are_picked_up(monkeypatch):
-    module = types.ModuleType("search_engine.search.cli_commands")
-
-    def register_optimize(subparsers):
-        p = subparsers.add_parser("optimize")
-        p.add_argument("--problem")
-        p.set_defaults(func=lambda args: 7)
-
-    module.register_optimize = register_optimize
-    monkeypatch.setitem(sys.modules, "search_engine.search.cli_commands", module)
-    assert cli.main(["optimize", "--problem", "p.py"]) == 7
+def test_every_command_is_registered():
+    help_text = cli.build_parser().format_help()
+    for command in ("evaluate", "optimize", "suite", "coverage"):
+        assert command in help_text
 
 
-def test_missing_command_module_is_fine(monkeypatch):
-    monkeypatch.setattr(cli, "EXTERNAL_REGISTRARS",
-                        [("search_engine.search.no_such_module", "register_optimize")])
-    parser = cli.build_parser()
-    assert "evaluate" in parser.format_help()
-    assert cli.main([]) == 2  # no command: help, exit 2
+def test_no_command_prints_help_and_exits_2(capsys):
+    assert cli.main([]) == 2
+    assert "usage" in capsys.readouterr().out

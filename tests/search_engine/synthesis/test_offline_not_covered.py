@@ -6,7 +6,6 @@ import pytest
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline import OfflineSynthesizer
 
-from .conftest import library_source
 from .test_offline_templates import problem
 
 
@@ -16,18 +15,20 @@ def refusal(source: str) -> NotCoveredError:
     return info.value
 
 
-def test_conv2d_is_refused_with_the_op_name():
-    error = refusal(library_source("conv2d_relu"))
-    assert error.ops == ["Conv2d"]
-    assert "does not cover" in str(error) and "Conv2d" in str(error)
+UPSAMPLE = problem("F.interpolate(torch.relu(x), scale_factor=2.0)", "torch.randn(2, 3, 4, 4)")
+
+
+def test_an_uncovered_op_is_refused_with_its_name():
+    error = refusal(UPSAMPLE)
+    assert error.ops == ["interpolate"]
+    assert "does not cover" in str(error) and "interpolate" in str(error)
 
 
 @pytest.mark.parametrize("forward,inputs,args,op", [
-    ("torch.cumsum(x, dim=1)", "torch.randn(4, 8)", "x", "cumsum"),
-    ("x.view(-1)", "torch.randn(4, 8)", "x", "view"),
-    ("x[:, :4] * 2", "torch.randn(4, 8)", "x", "getitem"),
-    ("torch.sum(x, dim=1) + torch.sum(x, dim=0)", "torch.randn(4, 4)", "x", "sum"),
-    ("x @ (w * 2)", "torch.randn(4, 16), torch.randn(16, 16)", "x, w", "mul"),
+    ("torch.sort(x, dim=1)[0]", "torch.randn(4, 8)", "x", "sort"),
+    ("torch.fft.fft(x).real", "torch.randn(4, 8)", "x", "fft"),
+    ("x[idx] * 2", "torch.randn(4, 8), torch.tensor([0, 2])", "x, idx", "getitem"),
+    ("torch.topk(x, 3, dim=1).values", "torch.randn(4, 8)", "x", "topk"),
 ])
 def test_uncovered_patterns_name_their_op(forward, inputs, args, op):
     error = refusal(problem(forward, inputs, args=args))
@@ -45,8 +46,8 @@ def test_search_stops_with_the_reason_and_evaluates_nothing():
             pass
 
     events = []
-    outcome = SearchRunner(library_source("conv2d_relu"), "h200", OfflineSynthesizer(),
+    outcome = SearchRunner(UPSAMPLE, "h200", OfflineSynthesizer(),
                            NeverCalled(), SearchConfig(budget=3),
                            on_event=events.append).run()
-    assert outcome.status == "failed" and "Conv2d" in outcome.reason
+    assert outcome.status == "failed" and "interpolate" in outcome.reason
     assert events[-1]["payload"]["status"] == "failed"

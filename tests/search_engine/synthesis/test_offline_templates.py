@@ -134,18 +134,19 @@ def test_families():
     assert families["linear_bias_gelu"] == families["matmul_softmax"] == "matmul"
 
 
-def test_long_rows_default_to_the_looped_variant():
+def test_long_rows_default_to_a_streaming_variant():
     synthesizer = OfflineSynthesizer()
     an = synthesizer.analysis(problem("torch.softmax(x, dim=-1)", "torch.randn(2, 40000)"))
     params = templates.default_params(an, "h200", "strict")
-    assert params["variant"] == "looped"
+    assert params["variant"] in ("looped", "online", "split")
     assert not templates.valid(an, {**params, "variant": "single"})
 
 
-def test_strict_policy_keeps_ieee_dot_and_tf32_policy_allows_tf32():
+def test_strict_policy_uses_split_precision_dot_and_tf32_policy_allows_tf32():
     synthesizer = OfflineSynthesizer()
     an = synthesizer.analysis(library_source("linear_gelu"))
-    assert templates.default_params(an, "h200", "strict")["PRECISION"] == "ieee"
+    # strict: 3xTF32 (fp32-accurate on tensor cores), never plain tf32
+    assert templates.default_params(an, "h200", "strict")["PRECISION"] == "tf32x3"
     assert templates.default_params(an, "h200", "tf32")["PRECISION"] == "tf32"
     import random
     assert "tf32" not in templates.ordered_moves(an, "compute", "strict", random.Random(0))

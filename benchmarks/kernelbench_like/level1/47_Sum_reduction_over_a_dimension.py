@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Sum reduction over a dimension (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.dim = 1
+
+    def forward(self, x):
+        return torch.sum(x, dim=self.dim, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(4, 30, 12)]
+
+
+def get_init_inputs():
+    return []

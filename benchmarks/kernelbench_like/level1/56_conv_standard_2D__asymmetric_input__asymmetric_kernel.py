@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """conv standard 2D  asymmetric input  asymmetric kernel (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv2d = nn.Conv2d(3, 8, (3, 5), bias=False)
+
+    def forward(self, x):
+        return self.conv2d(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 12, 9)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """conv transposed 3D square input square kernel   padded    dilated    strided (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv_transpose3d = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, dilation=2, bias=False)
+
+    def forward(self, x):
+        return self.conv_transpose3d(x)
+
+
+def get_inputs():
+    return [torch.randn(1, 4, 4, 4, 4)]
+
+
+def get_init_inputs():
+    return []

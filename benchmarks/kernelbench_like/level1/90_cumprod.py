@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """cumprod (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.dim = 1
+
+    def forward(self, x):
+        return torch.cumprod(x, dim=self.dim)
+
+
+def get_inputs():
+    return [torch.rand(8, 30) + 0.5]
+
+
+def get_init_inputs():
+    return []

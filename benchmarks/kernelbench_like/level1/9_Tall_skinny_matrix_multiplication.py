@@ -1,0 +1,21 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Tall skinny matrix multiplication (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+def get_inputs():
+    return [torch.randn(200, 16), torch.randn(16, 200)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Conv2d Add Scale Sigmoid GroupNorm (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bias = nn.Parameter(torch.randn(8, 1, 1))
+        self.scale = nn.Parameter(torch.randn(8, 1, 1))
+        self.group_norm = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = x + self.bias
+        x = x * self.scale
+        x = torch.sigmoid(x)
+        return self.group_norm(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 10, 10)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Gemm GroupNorm Hardtanh (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(20, 16)
+        self.group_norm = nn.GroupNorm(4, 16)
+        self.hardtanh = nn.Hardtanh(min_val=-2.0, max_val=2.0)
+
+    def forward(self, x):
+        x = self.gemm(x)
+        x = self.group_norm(x)
+        return self.hardtanh(x)
+
+
+def get_inputs():
+    return [torch.randn(8, 20)]
+
+
+def get_init_inputs():
+    return []

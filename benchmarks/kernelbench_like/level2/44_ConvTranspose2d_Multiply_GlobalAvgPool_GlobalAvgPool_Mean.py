@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """ConvTranspose2d Multiply GlobalAvgPool GlobalAvgPool Mean (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose2d(3, 8, 3, stride=2, padding=1, output_padding=1)
+        self.multiplier = 0.5
+
+    def forward(self, x):
+        x = self.conv_transpose(x)
+        x = x * self.multiplier
+        x = torch.mean(x, dim=[2, 3], keepdim=True)
+        return torch.mean(x, dim=[2, 3], keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 5, 5)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Matmul Min Subtract (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(20, 16)
+        self.constant = nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, x):
+        x = self.linear(x)
+        x = torch.min(x, self.constant)
+        return x - self.constant
+
+
+def get_inputs():
+    return [torch.randn(8, 20)]
+
+
+def get_init_inputs():
+    return []

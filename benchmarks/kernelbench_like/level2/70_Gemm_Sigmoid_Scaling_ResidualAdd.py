@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Gemm Sigmoid Scaling ResidualAdd (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(20, 16)
+
+    def forward(self, x):
+        x = self.gemm(x)
+        original_x = x
+        x = torch.sigmoid(x)
+        x = x * 2.0
+        return x + original_x
+
+
+def get_inputs():
+    return [torch.randn(8, 20)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Gemm Add ReLU (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.gemm = nn.Linear(20, 16, bias=False)
+        self.bias = nn.Parameter(torch.randn(16))
+
+    def forward(self, x):
+        x = self.gemm(x)
+        x = x + self.bias
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(8, 20)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Conv3d ReLU LeakyReLU GELU Sigmoid BiasAdd (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(3, 8, 3)
+        self.bias = nn.Parameter(torch.randn(8, 1, 1, 1))
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = torch.relu(x)
+        x = F.leaky_relu(x, negative_slope=0.01)
+        x = F.gelu(x)
+        x = torch.sigmoid(x)
+        return x + self.bias
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 6, 7, 7)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Matmul Divide GELU (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(20, 16)
+
+    def forward(self, x):
+        x = self.linear(x)
+        x = x / 2.0
+        return F.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(8, 20)]
+
+
+def get_init_inputs():
+    return []

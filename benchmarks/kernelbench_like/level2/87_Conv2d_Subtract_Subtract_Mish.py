@@ -1,0 +1,25 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Conv2d Subtract Subtract Mish (tiny shapes; KernelBench's pattern)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = x - 0.5
+        x = x - 0.2
+        return F.mish(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 10, 10)]
+
+
+def get_init_inputs():
+    return []

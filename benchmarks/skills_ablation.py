@@ -1,0 +1,421 @@
+"""Skills ablation: do distilled skills save evaluations on new shapes of the same family?
+
+    python benchmarks/skills_ablation.py [--target interpreter|h200] [--scale tiny|gpu]
+        [--families softmax,layernorm,elementwise,gemm] [--seeds 0,1] [--budget 10]
+        [--distil-budget 12] [--skills FILE] [--skills-out FILE] [--json-out FILE]
+
+1. Distil: for each family, an offline search on one problem (the library problem at the
+   `distil` sizes) whose successful steps become skills (`skill_priors.distil_priors`, the
+   knowledge base's rule: positive TRLOO advantage, speedup over eager > 1, clean). They
+   are written to a JSON skills file (`--skills-out`); `--skills FILE` skips this step and
+   reads skills from a file instead (a GPU node needs neither Django nor Chroma).
+2. Ablate: fresh searches on *other* sizes of the same families, without skills and with
+   them, under the same seeds, budget and strategy. Reported per problem and seed:
+   evaluations the no-skill search needed to reach its final best, evaluations the skill
+   search needed to reach that same value (within `--tolerance`), both final bests, and how
+   the skills' uses were scored (helped: the node beat its parent).
+
+On the H200 (`--target h200`) every value is a measured speedup vs eager PyTorch. On the
+CPU interpreter, timings mean nothing, so correctness is real (each candidate runs in the
+interpreter sandbox) and correct candidates are ranked by a documented proxy,
+`proxy_time_us`: an analytical model of the offline template's parameters on a small GPU
+(4 SMs with an H200's per-SM bandwidth and FLOP/s, so tiny problems fill it as GPU-sized
+ones fill an H200): memory
+traffic over bandwidth derated by vector width per thread and by parallelism, launch and
+per-program costs; tiles, stages and split-K for GEMMs) against a vendor-like baseline. It
+is deterministic and its optimum moves with the shape, which is all an ablation of search
+order needs; its numbers are not GPU speedups and are labelled `proxy`.
+
+Needs only torch, triton and numpy (search_engine; no Django).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import math
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LIBRARY = ROOT / "search_engine" / "problems_library"
+# family: (library file, {scale: (distil sizes, [target sizes, ...])})
+FAMILIES = {
+    "softmax": ("softmax.py", {
+        "tiny": ({"batch_size": 32, "dim": 256}, [{"batch_size": 8, "dim": 1024}]),
+        "gpu": ({"batch_size": 4096, "dim": 4096},
+                [{"batch_size": 16384, "dim": 1024}, {"batch_size": 1024, "dim": 16384}])}),
+    "layernorm": ("layernorm.py", {
+        "tiny": ({"batch_size": 32, "hidden": 256}, [{"batch_size": 8, "hidden": 1024}]),
+        "gpu": ({"batch_size": 4096, "hidden": 4096},
+                [{"batch_size": 16384, "hidden": 1024}, {"batch_size": 2048, "hidden": 8192}])}),
+    "elementwise": ("scale_bias_gelu_residual.py", {
+        "tiny": ({"batch_size": 16, "hidden": 256}, [{"batch_size": 8, "hidden": 256}]),
+        "gpu": ({"batch_size": 4096, "hidden": 4096},
+                [{"batch_size": 16384, "hidden": 8192}, {"batch_size": 1024, "hidden": 1024}])}),
+    "gemm": ("gemm_bias_relu.py", {
+        "tiny": ({"M": 64, "K": 128, "N": 96}, [{"M": 32, "K": 64, "N": 128}]),
+        "gpu": ({"M": 4096, "K": 4096, "N": 4096},
+                [{"M": 8192, "K": 2048, "N": 8192}, {"M": 1024, "K": 8192, "N": 2048}])}),
+}
+
+
+def problem(family: str, sizes: dict):
+    from search_engine.problems import Problem
+
+    name, _ = FAMILIES[family]
+    base = Problem.from_file(LIBRARY / name)
+    return base.with_sizes(**sizes)
+
+
+# -- the interpreter's ranking proxy ------------------------------------------------------------
+
+# A small GPU (4 SMs with an H200's per-SM bandwidth and FLOP/s, a short launch), so the
+# interpreter's tiny problems show the trade-offs GPU-sized problems show on an H200.
+SMS, BANDWIDTH, FP32_PEAK, LAUNCH_US = 4, 0.15e12, 2e12, 0.3
+
+
+def template_params(source: str) -> dict | None:
+    """The offline template's parameters, from the header it writes into every candidate."""
+    marker = "Template parameters: "
+    start = source.find(marker)
+    if start < 0:
+        return None
+    text = source[start + len(marker): source.find("\n", start)].rstrip(".")
+    try:
+        return dict(ast.literal_eval(text))
+    except (ValueError, SyntaxError):
+        return None
+
+
+def _memory_time_us(bytes_moved: float, per_thread: float, warps_total: float) -> float:
+    vector = min(1.0, per_thread / 4.0)  # 128-bit loads need 4 fp32 per thread
+    spill = max(1.0, per_thread / 64.0)  # more than 64 live values spill registers
+    parallel = min(1.0, warps_total / (SMS * 16.0))  # 16 warps per SM hide latency
+    return bytes_moved / (BANDWIDTH * math.sqrt(vector) * parallel ** 0.7) * 1e6 * spill
+
+
+def proxy_time_us(an, params: dict) -> tuple[float, str]:
+    """(modelled time, bottleneck class) of a template candidate on an H200-like device."""
+    from search_engine.synthesis.offline import templates
+
+    if an.family == "matmul":
+        m, n, k = templates.matmul_dims(an)
+        bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
+        split = params.get("SPLIT_K", 1)
+        tiles = math.ceil(m / bm) * math.ceil(n / bn) * split
+        intensity = min(1.0, (bm * bn / (bm + bn)) / 48.0)
+        stages = min(1.0, 0.55 + 0.15 * (params.get("num_stages", 1) - 1))
+        warps_fit = min(1.0, params["num_warps"] * 32 * 16 / (bm * bn)) ** 0.3
+        parallel = min(1.0, tiles / SMS)
+        waste = (math.ceil(m / bm) * bm * math.ceil(n / bn) * bn) / (m * n)
+        compute = 2 * m * n * k * waste / (FP32_PEAK * intensity * stages * warps_fit
+                                           * parallel) * 1e6
+        memory = 4 * (m * k + k * n + (split + 1) * m * n) / BANDWIDTH * 1e6
+        t = LAUNCH_US * (2 if split > 1 else 1) + max(compute, memory) + 0.3 * min(compute, memory)
+        return t, ("compute-bound" if compute > memory else "memory-bound")
+    out = math.prod(an.nodes[an.output].shape)
+    if an.family == "rows":
+        length = templates.row_length(an)
+        rows = max(1, math.prod(an.row_shape) // length)
+        per_program = params["ROWS"] * params["BLOCK_R"]
+        programs = math.ceil(rows / params["ROWS"])
+        passes = {"single": 1.0}.get(params.get("variant"), 2.0)
+        waste = params["BLOCK_R"] / length if params.get("variant") == "single" else 1.0
+        bytes_moved = 4 * rows * length * (passes + 1) * waste
+    else:
+        per_program, programs = params["BLOCK"], math.ceil(out / params["BLOCK"])
+        bytes_moved = 4 * out * (an.input_count + 1)
+    threads = 32 * params["num_warps"]
+    t = LAUNCH_US + _memory_time_us(bytes_moved, per_program / threads,
+                                    programs * params["num_warps"]) + programs * 0.01 / SMS
+    return t, ("memory-bound" if t > 2 * LAUNCH_US else "latency-bound")
+
+
+def proxy_eager_us(an) -> float:
+    """The baseline: the same model for one fixed, vendor-like configuration (one row per
+    program with 4 warps, 1024-element blocks, 64x64x32 GEMM tiles in 3 stages)."""
+    from search_engine.synthesis.offline import codegen, templates
+
+    if an.family == "matmul":
+        vendor = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4,
+                  "num_stages": 3, "SPLIT_K": 1}
+    elif an.family == "rows":
+        vendor = {"variant": "single", "ROWS": 1, "num_warps": 4,
+                  "BLOCK_R": codegen.next_pow2(templates.row_length(an))}
+    else:
+        vendor = {"BLOCK": 1024, "num_warps": 4}
+    return proxy_time_us(an, vendor)[0]
+
+
+class ProxyExecutor:
+    """Identical candidates (common across arms and seeds) are evaluated once, so both arms
+    see the same measurement of the same kernel. With `proxy` (the interpreter) correctness
+    comes from the real executor and values from the proxy."""
+
+    def __init__(self, inner, synthesizer, proxy: bool = True):
+        from search_engine.evaluation.config import RewardConfig
+
+        self.inner, self.synthesizer, self.reward = inner, synthesizer, RewardConfig()
+        self.proxy = proxy
+        self._cache: dict[str, Future] = {}
+        self._lock = threading.Lock()
+        self.evaluated = 0
+
+    def submit(self, request) -> Future:
+        key = hashlib.sha256((request.problem_source + "\0" + request.candidate_source)
+                             .encode()).hexdigest()
+        with self._lock:
+            base = self._cache.get(key)
+            if base is None:
+                base = self._cache[key] = self.inner.submit(request)
+                self.evaluated += 1
+        out: Future = Future()
+
+        def done(f: Future) -> None:
+            try:
+                out.set_result(self._proxied(request, f.result()))
+            except Exception as exc:  # the proxy failed: report, do not hang the search
+                out.set_exception(exc)
+
+        base.add_done_callback(done)
+        return out
+
+    def _proxied(self, request, result):
+        from search_engine.evaluation.reward import compute_reward
+
+        params = template_params(request.candidate_source)
+        if not self.proxy or result.status != "correct" or params is None:
+            return result
+        an = self.synthesizer.analysis(request.problem_source)
+        t, klass = proxy_time_us(an, params)
+        speedup = round(proxy_eager_us(an) / t, 4)
+        diagnostics = {**result.diagnostics, "bottleneck": {"class": klass, "reason": "proxy"}}
+        return replace(result, speedup_vs_eager=speedup, diagnostics=diagnostics,
+                       speedup_label="proxy: modelled H200 time of the template parameters",
+                       reward=compute_reward("correct", speedup, result.coverage, self.reward))
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+# -- searches ---------------------------------------------------------------------------------
+
+def values(nodes: list[dict]) -> list[float | None]:
+    """The value of each evaluated candidate in evaluation (creation) order: its speedup
+    when correct and untainted, else None."""
+    from search_engine.search.skill_priors import integrity_is_clean, node_flags
+
+    out = []
+    for node in sorted(nodes, key=lambda n: n["id"]):
+        if node["parent_id"] is None or node["status"] in ("pending", "cancelled"):
+            continue
+        clean = node["status"] == "correct" and integrity_is_clean(node_flags(node))
+        out.append(node["speedup_vs_eager"] if clean else None)
+    return out
+
+
+def evals_to_reach(vals: list[float | None], target: float) -> int | None:
+    for i, v in enumerate(vals, start=1):
+        if v is not None and v >= target:
+            return i
+    return None
+
+
+def best(vals: list[float | None]) -> float | None:
+    known = [v for v in vals if v is not None]
+    return max(known) if known else None
+
+
+def search(prob, target: str, executor, synthesizer, args, seed: int, budget: int, skills):
+    from search_engine.search import SearchConfig, SearchRunner
+    from search_engine.search.skill_priors import SkillGuide
+
+    config = SearchConfig(strategy=args.strategy, budget=budget, seed=seed,
+                          children_per_step=2, max_in_flight=4,
+                          family=prob.family, max_seconds=args.session_seconds,
+                          precision_policy="strict")
+    guide = SkillGuide(skills or [], max_children=args.skill_children)
+    return SearchRunner(prob.source, target, synthesizer, executor, config, skills=guide).run()
+
+
+def distil(args, make_executor) -> "object":
+    from search_engine.search.skill_priors import SkillLibrary, distil_priors, shape_class
+    from search_engine.synthesis.offline import OfflineSynthesizer
+
+    priors = []
+    for family in args.families:
+        distil_sizes, _ = FAMILIES[family][1][args.scale]
+        prob = problem(family, distil_sizes)
+        synth = OfflineSynthesizer()
+        executor = make_executor(synth)
+        try:
+            outcome = search(prob, args.target, executor, synth, args, args.distil_seed,
+                             args.distil_budget, None)
+        finally:
+            executor.shutdown()
+        found = distil_priors(outcome.nodes, family=prob.family, hardware=args.target,
+                              shape_class=shape_class(synth.analysis(prob.source)),
+                              prefix=f"{family}-")
+        print(f"distil {family:12s} {distil_sizes}: best {best(values(outcome.nodes))}, "
+              f"{len(found)} skill(s): " + ", ".join(f"{p.transformation} {p.speedup:.2f}x"
+                                                     for p in found), flush=True)
+        priors += found
+    return SkillLibrary(priors)
+
+
+def out_of_time(args) -> bool:
+    return args.deadline_s is not None and time.monotonic() - args.started > args.deadline_s
+
+
+def ablate(args, library, make_executor) -> list[dict]:
+    from search_engine.search.skill_priors import skill_uses, shape_class
+    from search_engine.synthesis.offline import OfflineSynthesizer
+
+    rows = []
+    for family in args.families:
+        for sizes in FAMILIES[family][1][args.scale][1][:args.targets]:
+            prob = problem(family, sizes)
+            synth = OfflineSynthesizer()
+            matching = library.matching([prob.family], args.target,
+                                        shape_class(synth.analysis(prob.source)))
+            executor = make_executor(synth)
+            try:
+                for seed in args.seeds:
+                    if out_of_time(args):
+                        print(f"deadline of {args.deadline_s:g} s reached: stopping", flush=True)
+                        return rows
+                    arms = {}
+                    for arm, skills in (("none", []), ("skills", matching)):
+                        t0 = time.monotonic()
+                        outcome = search(prob, args.target, executor, synth, args, seed,
+                                         args.budget, skills)
+                        arms[arm] = (values(outcome.nodes), skill_uses(outcome.nodes),
+                                     time.monotonic() - t0)
+                    rows.append(compare(family, sizes, seed, arms, args.tolerance,
+                                        len(matching)))
+                    print(format_row(rows[-1]), flush=True)
+                    if args.json_out:
+                        Path(args.json_out).write_text(json.dumps(rows, indent=1))
+            finally:
+                executor.shutdown()
+    return rows
+
+
+def compare(family, sizes, seed, arms, tolerance, skills_matching) -> dict:
+    plain, plain_uses, plain_s = arms["none"]
+    skilled, uses, skilled_s = arms["skills"]
+    plain_best, skilled_best = best(plain), best(skilled)
+    need = evals_to_reach(plain, plain_best) if plain_best is not None else None
+    reach = evals_to_reach(skilled, plain_best * (1 - tolerance)) \
+        if plain_best is not None else None
+    return {
+        "family": family, "sizes": sizes, "seed": seed, "skills_matching": skills_matching,
+        "evals_none": len(plain), "evals_skills": len(skilled),
+        "none_evals_to_its_best": need, "skills_evals_to_none_best": reach,
+        "ratio": round(reach / need, 3) if need and reach else None,
+        "best_none": plain_best, "best_skills": skilled_best,
+        "skills_not_worse": plain_best is None or (
+            skilled_best is not None and skilled_best >= plain_best * (1 - tolerance)),
+        "skill_uses": len(uses), "skill_uses_helped": sum(u.helped for u in uses),
+        "seconds": [round(plain_s, 1), round(skilled_s, 1)],
+    }
+
+
+def format_row(r: dict) -> str:
+    sizes = ",".join(f"{k}={v}" for k, v in r["sizes"].items())
+    def fmt(v) -> str:
+        return "–" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+    return (f"{r['family']:12s} {sizes:28s} seed {r['seed']}: no-skill best {fmt(r['best_none'])}"
+            f" at eval {fmt(r['none_evals_to_its_best'])}; with skills reached it at eval "
+            f"{fmt(r['skills_evals_to_none_best'])} (ratio {fmt(r['ratio'])}), final best "
+            f"{fmt(r['best_skills'])}; skill uses {r['skill_uses']} "
+            f"(helped {r['skill_uses_helped']})")
+
+
+def summary(rows: list[dict]) -> str:
+    by_problem: dict[str, list[dict]] = {}
+    for r in rows:
+        by_problem.setdefault(f"{r['family']} {r['sizes']}", []).append(r)
+    saving = sum(1 for rs in by_problem.values()
+                 if statistics.median([r["ratio"] if r["ratio"] is not None else math.inf
+                                       for r in rs]) <= 0.5)
+    worse = [r for r in rows if not r["skills_not_worse"]]
+    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
+    median = statistics.median(ratios) if ratios else "–"
+    return (f"problems where skills reach the no-skill best in <= 50% of its evaluations "
+            f"(median over seeds): {saving}/{len(by_problem)}; runs ending worse with skills: "
+            f"{len(worse)}/{len(rows)}; median ratio {median}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default="interpreter")
+    parser.add_argument("--scale", choices=["tiny", "gpu"], default=None,
+                        help="problem sizes (default: tiny on the interpreter, gpu otherwise)")
+    parser.add_argument("--families", default="softmax,layernorm,elementwise,gemm")
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--budget", type=int, default=10)
+    parser.add_argument("--distil-budget", type=int, default=12)
+    parser.add_argument("--distil-seed", type=int, default=100)
+    parser.add_argument("--strategy", default="mcts")
+    parser.add_argument("--parallel", type=int, default=2, help="evaluations in flight")
+    parser.add_argument("--skill-children", type=int, default=4)
+    parser.add_argument("--tolerance", type=float, default=None,
+                        help="reaching within this fraction counts (default 0 proxy, 0.03 GPU)")
+    parser.add_argument("--session-seconds", type=float, default=None)
+    parser.add_argument("--targets", type=int, default=None,
+                        help="target shapes per family (default: all of the scale's)")
+    parser.add_argument("--deadline-s", type=float, default=None,
+                        help="start no new ablation pair after this many seconds")
+    parser.add_argument("--skills", help="read skills from this JSON file (skip distilling)")
+    parser.add_argument("--skills-out", help="write the distilled skills to this JSON file")
+    parser.add_argument("--json-out", help="write the per-run rows to this JSON file")
+    args = parser.parse_args(argv)
+    args.families = [f for f in args.families.split(",") if f]
+    unknown = [f for f in args.families if f not in FAMILIES]
+    if unknown:
+        parser.error(f"unknown families {unknown}; choose from {', '.join(FAMILIES)}")
+    args.seeds = [int(s) for s in args.seeds.split(",") if s]
+    interpreter = args.target == "interpreter"
+    args.scale = args.scale or ("tiny" if interpreter else "gpu")
+    if args.tolerance is None:
+        args.tolerance = 0.0 if interpreter else 0.03
+
+    from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.executor import LocalExecutor
+    from search_engine.search.skill_priors import SkillLibrary
+
+    # ncu off: its profiles are not needed to rank and would dominate the GPU time
+    config = EvaluationConfig(ncu="off", interpreter_reps=1) if interpreter else \
+        EvaluationConfig(ncu="off")
+
+    def make_executor(synth):
+        return ProxyExecutor(LocalExecutor(max_workers=args.parallel, config=config), synth,
+                             proxy=interpreter)
+
+    t0 = args.started = time.monotonic()
+    library = SkillLibrary.load(args.skills) if args.skills else distil(args, make_executor)
+    if args.skills_out:
+        library.save(args.skills_out)
+    print(f"{len(library.priors)} skill(s); ablating on {args.target} "
+          f"({'proxy ranking' if interpreter else 'measured speedups'}), seeds {args.seeds}, "
+          f"budget {args.budget}", flush=True)
+    rows = ablate(args, library, make_executor)
+    print(summary(rows))
+    print(f"total {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

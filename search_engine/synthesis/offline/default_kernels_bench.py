@@ -1,0 +1,235 @@
+"""The offline synthesizer's default kernels (and a few neighbours) on the suite's official
+shapes, timed against torch eager and torch.compile on a GPU.
+
+Two steps, so the GPU machine needs only torch, triton and numpy:
+
+    # on any machine with the project (CPU is enough): render the candidates to JSON
+    python -m search_engine.synthesis.offline.default_kernels_bench render
+    # on the GPU: time them (a plain file run: nothing from the project is imported)
+    python search_engine/synthesis/offline/default_kernels_bench.py time \
+        [--only softmax,layernorm] [--no-compile] [--out results.json]
+
+Every candidate is checked on the GPU before it is timed: relative L2 error against an
+fp64 reference (fp32 eager's own error is printed beside it), so a fast wrong kernel shows.
+Times are medians of `triton.testing.do_bench` (L2 flushed between runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KERNELS_JSON = Path(__file__).with_name("default_kernels_h200.json")
+STRICT_REL_NORM = 1e-5  # the evaluator's strict fp32 tolerance (relative L2 norm)
+
+
+def _problem(forward: str, inputs: str, init: str = "", args: str = "x") -> str:
+    init_lines = "".join(f"        {line}\n" for line in init.splitlines())
+    return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+            "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            f"{init_lines}    def forward(self, {args}):\n        return {forward}\n\n"
+            f"def get_inputs():\n    return [{inputs}]\n\n"
+            "def get_init_inputs():\n    return []\n")
+
+
+# name -> (problem source, minimal bytes moved or FLOPs, "bytes" | "flops")
+PROBLEMS = {
+    "softmax": (_problem("torch.softmax(x, dim=1)", "torch.randn(4096, 393216)"),
+                2 * 4096 * 393216 * 4, "bytes"),
+    "log_softmax": (_problem("torch.log_softmax(x, dim=1)", "torch.randn(4096, 393216)"),
+                    2 * 4096 * 393216 * 4, "bytes"),
+    "layernorm": (_problem("self.ln(x)", "torch.randn(16, 64, 256, 256)",
+                           "self.ln = nn.LayerNorm((64, 256, 256))"),
+                  2 * 16 * 64 * 256 * 256 * 4, "bytes"),
+    "rmsnorm": (_problem("x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+                         "torch.randn(112, 64, 512, 512)"),
+                2 * 112 * 64 * 512 * 512 * 4, "bytes"),
+    "gelu_mingpt": (_problem("0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * "
+                             "(x + 0.044715 * torch.pow(x, 3.0))))",
+                             "torch.randn(8192, 8192)"),
+                    2 * 8192 * 8192 * 4, "bytes"),
+    "matmul": (_problem("torch.matmul(a, b)", "torch.randn(4096, 4096), torch.randn(4096, 4096)",
+                        args="a, b"), 2 * 4096 ** 3, "flops"),
+    "gemm_bias_relu": (_problem("torch.relu(self.gemm(x) + self.bias)",
+                                "torch.randn(1024, 8192)",
+                                "self.gemm = nn.Linear(8192, 8192, bias=False)\n"
+                                "self.bias = nn.Parameter(torch.randn(8192))"),
+                       2 * 1024 * 8192 * 8192, "flops"),
+}
+
+# neighbours of each default worth timing beside it (overlays on the default parameters)
+NEIGHBOURS = {
+    "softmax": {"looped": {"variant": "looped"}, "online_8192_16w": {"BLOCK_R": 8192,
+                                                                    "num_warps": 16},
+                "online_2048_4w": {"BLOCK_R": 2048, "num_warps": 4}},
+    "log_softmax": {"looped": {"variant": "looped"}},
+    "layernorm": {"split128": {"SPLIT": 128}, "split32": {"SPLIT": 32},
+                  "online_unsplit": {"variant": "online", "SPLIT": 1}},
+    "rmsnorm": {"rows128": {"ROWS": 128}, "rows64_4w": {"ROWS": 64, "num_warps": 4},
+                "rows16": {"ROWS": 16}},
+    "gelu_mingpt": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
+                    "block4096_8w": {"BLOCK": 4096, "num_warps": 8}},
+    "matmul": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
+               "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
+               "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
+               "m64_4w": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 4},
+               "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
+               "tma_n256": {"TMA": 1, "BLOCK_N": 256}},
+    "gemm_bias_relu": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
+                       "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
+                       "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
+                       "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
+                       "tma_n256": {"TMA": 1, "BLOCK_N": 256}},
+}
+
+
+def render(out: Path = KERNELS_JSON, target: str = "h200") -> dict:
+    """Render each problem's default kernel and its neighbours (needs the project)."""
+    from search_engine.synthesis.offline import OfflineSynthesizer, templates
+
+    syn = OfflineSynthesizer()
+    data = {}
+    for name, (source, work, unit) in PROBLEMS.items():
+        an = syn.analysis(source)
+        default = templates.default_params(an, target, "strict")
+        kernels = {"default": {"params": default, "source": syn.render(source, default)}}
+        for label, overlay in NEIGHBOURS.get(name, {}).items():
+            params = templates.clamp(an, {**default, **overlay})
+            if templates.valid(an, params):
+                kernels[label] = {"params": params, "source": syn.render(source, params)}
+        data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels}
+    out.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
+    return data
+
+
+# -- the GPU side: torch, triton and numpy only ---------------------------------------------
+
+def _module(name: str, source: str, folder: Path):
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rel_error(out, ref) -> float:
+    import torch
+
+    return float(torch.linalg.vector_norm((out.double() - ref).flatten())
+                 / torch.linalg.vector_norm(ref.flatten()).clamp_min(1e-30))
+
+
+def _bench(fn) -> float:
+    import triton.testing
+
+    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dict:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # strict fp32: eager is true fp32
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    problem = _module(f"problem_{name}", entry["problem"], folder)
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs()).cuda().eval()
+    torch.manual_seed(1)
+    inputs = [x.cuda() for x in problem.get_inputs()]
+    row = {"name": name, "work": entry["work"], "unit": entry["unit"], "kernels": {}}
+    with torch.no_grad():
+        ref = model.double()(*[x.double() for x in inputs])
+        model.float()
+        eager_out = model(*inputs)
+        row["eager_rel_error"] = _rel_error(eager_out, ref)
+        del eager_out
+        row["eager_ms"] = _bench(lambda: model(*inputs))
+        if use_compile:
+            started = time.perf_counter()
+            compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
+            compiled(*inputs)
+            row["compile_seconds"] = round(time.perf_counter() - started, 1)
+            row["compile_rel_error"] = _rel_error(compiled(*inputs), ref)
+            row["compile_ms"] = _bench(lambda: compiled(*inputs))
+        for label, kernel in entry["kernels"].items():
+            record = {"params": kernel["params"]}
+            try:
+                cand = _module(f"cand_{name}_{label}", kernel["source"], folder)
+                new = cand.ModelNew(*problem.get_init_inputs()).cuda()
+                new.load_state_dict(model.state_dict())
+                record["rel_error"] = _rel_error(new(*inputs), ref)
+                record["correct"] = record["rel_error"] <= STRICT_REL_NORM
+                record["ms"] = _bench(lambda: new(*inputs))
+            except Exception as exc:  # one failing candidate must not end the run
+                record["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            row["kernels"][label] = record
+        del ref
+    torch.cuda.empty_cache()
+    return row
+
+
+def _print_row(row: dict) -> None:
+    unit = row["unit"]
+
+    def rate(ms):
+        return (row["work"] / (ms * 1e-3)) / (1e12 if unit == "flops" else 1e9)
+
+    label = "TFLOP/s" if unit == "flops" else "GB/s"
+    compile_ms = row.get("compile_ms")
+    print(f"\n== {row['name']}: eager {row['eager_ms']:.3f} ms ({rate(row['eager_ms']):.0f} "
+          f"{label}, rel err {row['eager_rel_error']:.1e})"
+          + (f", compile {compile_ms:.3f} ms ({rate(compile_ms):.0f} {label}, "
+             f"{row['compile_seconds']} s to compile)" if compile_ms else ""))
+    for label_k, rec in row["kernels"].items():
+        if "ms" not in rec:
+            print(f"   {label_k:18s} FAILED {rec.get('error', '')}")
+            continue
+        vs_compile = f"  x{compile_ms / rec['ms']:.2f} vs compile" if compile_ms else ""
+        print(f"   {label_k:18s} {rec['ms']:.3f} ms  {rate(rec['ms']):7.0f} {label}  "
+              f"x{row['eager_ms'] / rec['ms']:.2f} vs eager{vs_compile}  "
+              f"rel err {rec['rel_error']:.1e} {'ok' if rec['correct'] else 'WRONG'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["render", "time"])
+    parser.add_argument("--kernels", type=Path, default=KERNELS_JSON)
+    parser.add_argument("--only", default="", help="comma-separated problem names")
+    parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "render":
+        data = render(args.kernels)
+        print(f"wrote {sum(len(e['kernels']) for e in data.values())} kernels for "
+              f"{len(data)} problems to {args.kernels}")
+        return 0
+    import torch
+    import triton
+
+    data = json.loads(args.kernels.read_text())
+    names = [n for n in data if not args.only or n in args.only.split(",")]
+    rows = []
+    print(f"{torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            row = time_problem(name, data[name], Path(tmp), not args.no_compile)
+            _print_row(row)
+            rows.append(row)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    # run as a file: this folder's modules (rows.py, coverage.py, ...) must not shadow
+    # packages that torch and triton import
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    raise SystemExit(main())
