@@ -30,7 +30,7 @@ test: $(VENV)/.installed
 # The database-backed tests again on PostgreSQL (CI runs this after `make test`).
 test-postgres: $(VENV)/.installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/kernelhub} \
-	  $(PY) -m pytest tests/kernelhub tests/api tests/knowledge $(PYTEST_ARGS)
+	  $(PY) -m pytest tests/kernelhub tests/knowledge $(PYTEST_ARGS)
 
 # --- distributed mode (set DATABASE_URL, REDIS_URL, CHROMA_URL) -------------------------
 migrate: $(VENV)/.installed
@@ -39,16 +39,24 @@ migrate: $(VENV)/.installed
 seed: $(VENV)/.installed
 	$(PY) manage.py seed_demo
 
-# Session loops and background ingestion.
-worker: $(VENV)/.installed
-	$(VENV)/bin/celery -A kernelhub worker -Q search,ingest -c 2 -l info
+# Workers run under supervision: restarted 2 s after any exit (in production, let systemd or
+# your process manager do it; see the README). Gossip, mingle and the event heartbeat are off:
+# presence is stored in the database, and those steps are what crashed on a Redis restart.
+WORKER_FLAGS ?= --without-gossip --without-mingle --without-heartbeat -l info
+comma := ,
+# (Ctrl-C or SIGTERM ends the loop too, once the worker has shut down.)
+supervise = trap 'exit 130' INT TERM; while true; do $(1); echo "worker exited ($$?); restarting in 2 s" >&2; sleep 2; done
 
-# One per GPU: make worker-gpu TARGET=h200 GPU=0
+# Session loops, problem coverage and background ingestion (also relaunches lost loops).
+worker: $(VENV)/.installed
+	$(call supervise,$(VENV)/bin/celery -A kernelhub worker -Q search$(comma)ingest -c 2 -n search@%h $(WORKER_FLAGS))
+
+# One per GPU: make worker-gpu TARGET=h200 GPU=0 (a fresh child process per evaluation).
 TARGET ?= h200
 GPU ?= 0
 worker-gpu: $(VENV)/.installed
-	CUDA_VISIBLE_DEVICES=$(GPU) $(VENV)/bin/celery -A kernelhub worker -Q gpu.$(TARGET) \
-	  -c 1 -n gpu$(GPU)@%h -l info
+	$(call supervise,CUDA_VISIBLE_DEVICES=$(GPU) $(VENV)/bin/celery -A kernelhub worker \
+	  -Q gpu.$(TARGET) -c 1 --max-tasks-per-child 1 -n gpu$(GPU)@%h $(WORKER_FLAGS))
 
 chroma: $(VENV)/.installed
 	$(VENV)/bin/chroma run --path $${KERNELHUB_DATA_DIR:-var}/chroma-server --host 127.0.0.1 --port $${CHROMA_PORT:-8001}

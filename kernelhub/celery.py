@@ -13,3 +13,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kernelhub.settings")
 app = Celery("kernelhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def task_named(name: str):
+    """A registered task by name (importing the apps' task modules on first use), so that
+    callers need not import the module that defines it."""
+    if name not in app.tasks:
+        app.loader.import_default_modules()
+    return app.tasks[name]

@@ -10,20 +10,21 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 
+from kernelhub import placement
 from kernelhub.charts import figure_json
 from kernelhub.optimization.models import HardwareTarget, SearchSession
+from kernelhub.queues import SEARCH_QUEUE, gpu_queue
 from kernelhub.optimization.selectors import (
     approved_speedups_for_user,
     evaluations_per_day_for_user,
     session_bests_for_user,
 )
-from kernelhub.optimization.selectors import session_list_for_user
+from kernelhub.optimization.selectors import live_workers, session_list_for_user
 from kernelhub.review.selectors import approved_kernels_for_user, review_queue_for_user
 from kernelhub.teams.selectors import team_list_for_user, teams_where_user_can
 
 logger = logging.getLogger(__name__)
 WORKER_STATUS_CACHE_S = 5
-SEARCH_QUEUE = "search"
 
 
 def knowledge_size(user: AbstractBaseUser) -> dict:
@@ -39,10 +40,10 @@ def worker_status(timeout_s: float = 0.5) -> dict:
     {"mode": "embedded" | "distributed", "workers": [...], "queues": [...], "error": str}."""
     found = cache.get("kernelhub:worker-status")
     if found is None:
-        if settings.KERNELHUB_EXECUTOR == "celery":
-            found = celery_worker_status(timeout_s)
-        else:
+        if placement.evaluations_run_here():
             found = local_worker_status()
+        else:
+            found = celery_worker_status(timeout_s)
         cache.set("kernelhub:worker-status", found, WORKER_STATUS_CACHE_S)
     return found
 
@@ -74,7 +75,7 @@ def celery_worker_status(timeout_s: float) -> dict:
 
     result = {"mode": "distributed", "workers": [], "queues": [], "error": ""}
     queue_names = {SEARCH_QUEUE} | {
-        f"gpu.{name}" for name in HardwareTarget.objects.values_list("name", flat=True)}
+        gpu_queue(name) for name in HardwareTarget.objects.values_list("name", flat=True)}
     try:
         inspect = app.control.inspect(timeout=timeout_s)
         active = inspect.active() or {}
@@ -83,7 +84,11 @@ def celery_worker_status(timeout_s: float) -> dict:
         logger.warning("celery inspect failed: %s", exc)
         active, worker_queues = {}, {}
         result["error"] = f"workers unreachable: {type(exc).__name__}: {exc}"
-    for name in sorted(set(active) | set(worker_queues)):
+    for presence in live_workers():  # heartbeats stored by the workers themselves
+        result["workers"].append(presence_row(presence))
+        queue_names.update(q for q in presence.queues.split(",") if q)
+    reported = {w["name"] for w in result["workers"]}
+    for name in sorted((set(active) | set(worker_queues)) - reported):
         queues = [q.get("name", "?") for q in worker_queues.get(name, [])]
         queue_names.update(queues)
         tasks = active.get(name, [])
@@ -93,6 +98,13 @@ def celery_worker_status(timeout_s: float) -> dict:
         })
     result["queues"] = queue_lengths(sorted(queue_names), result)
     return result
+
+
+def presence_row(presence) -> dict:
+    return {"name": presence.name, "queues": presence.queues.replace(",", ", ") or "–",
+            "online": True, "busy": presence.busy, "active": int(presence.busy),
+            "capacity": None, "gpu": presence.gpu_name, "target": presence.target,
+            "candidate": presence.current_candidate}
 
 
 def queue_lengths(names: list[str], result: dict) -> list[dict]:

@@ -165,15 +165,58 @@ KERNELHUB_EXECUTOR = env_str("KERNELHUB_EXECUTOR", "celery" if REDIS_URL else "l
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
-CELERY_TASK_DEFAULT_QUEUE = "search"
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_DEFAULT_QUEUE = "search"  # kernelhub/queues.py: SEARCH_QUEUE
 KERNELHUB_DEFAULT_TARGET = env_str("KERNELHUB_DEFAULT_TARGET", "auto")
 KERNELHUB_EVAL_TIMEOUT_S = env_float("KERNELHUB_EVAL_TIMEOUT_S", 180.0)
+# Long GPU jobs: a message is acknowledged only after its task ran, and goes back to the queue
+# when the process running it dies (kernelhub.placement's ledger stops a redelivery loop:
+# at most KERNELHUB_EVAL_MAX_ATTEMPTS starts, then the candidate fails with the reason).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A fresh child process per task: each evaluation gets a clean CUDA context, and a kernel
+# that corrupted one (an illegal memory access) cannot harm the next. The parent never
+# imports torch.
+# (Not named CELERY_*: the celery command reads those as its own options.) 0: never recycle.
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("KERNELHUB_EVAL_TASKS_PER_CHILD", 1) or None
+KERNELHUB_EVAL_MAX_ATTEMPTS = env_int("KERNELHUB_EVAL_MAX_ATTEMPTS", 3)
+# One evaluation runs reference, trials, timing and profile, each bounded by the timeout.
+KERNELHUB_EVAL_SOFT_LIMIT_S = env_float("KERNELHUB_EVAL_SOFT_LIMIT_S",
+                                        KERNELHUB_EVAL_TIMEOUT_S * 4 + 60)
+KERNELHUB_EVAL_HARD_LIMIT_S = KERNELHUB_EVAL_SOFT_LIMIT_S + 60
+# A queued evaluation no worker took in this long is dropped by the broker (the ledger then
+# fails it with that reason); a session's loop is owned by a lease renewed this often.
+KERNELHUB_EVAL_QUEUE_EXPIRES_S = env_float("KERNELHUB_EVAL_QUEUE_EXPIRES_S", 6 * 3600.0)
+KERNELHUB_JOB_STALE_S = env_float("KERNELHUB_JOB_STALE_S", 20.0)  # no heartbeat: lost
+KERNELHUB_SESSION_LEASE_S = env_float("KERNELHUB_SESSION_LEASE_S", 20.0)
+KERNELHUB_WORKER_BEAT_S = env_float("KERNELHUB_WORKER_BEAT_S", 2.0)
+# Redis redelivers an unacknowledged message after this long: longer than the longest job.
+# (Session loops may run longer; their lease, not the message, says who runs them.)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("KERNELHUB_VISIBILITY_TIMEOUT_S",
+                                  int(max(2 * KERNELHUB_EVAL_HARD_LIMIT_S, 7200))),
+    "socket_keepalive": True, "socket_connect_timeout": 5, "retry_on_timeout": True,
+    "health_check_interval": 10,
+}
+# Survive a broker restart: retry the connection forever, at start and after a loss; keep
+# running tasks going (they store their results in the database, not the broker).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 10, "interval_start": 0.5,
+                                    "interval_step": 1.0, "interval_max": 5.0}
+CELERY_REDIS_SOCKET_KEEPALIVE = True
+CELERY_REDIS_RETRY_ON_TIMEOUT = True
+CELERY_REDIS_BACKEND_HEALTH_CHECK_INTERVAL = 10
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"retry_policy": {"timeout": 10.0}}
+CELERY_RESULT_EXPIRES = 24 * 3600
+# A worker's main process reports its presence and reaps lost session loops.
+CELERY_IMPORTS = ("kernelhub.optimization.worker",)
 
 # --- vectors: Chroma on disk unless CHROMA_URL names a server --------------------------------
 CHROMA_URL = env_str("CHROMA_URL")
-CHROMA_DIR = KERNELHUB_DATA_DIR / "chroma"
 # Longest request target (path + query) served; longer ones get 414 (kernelhub/http_limits.py).
 KERNELHUB_MAX_URL_BYTES = env_int("KERNELHUB_MAX_URL_BYTES", 8 * 1024)
 KB_MAX_UPLOAD_BYTES = env_int("KB_MAX_UPLOAD_BYTES", 50 * 1024 * 1024)

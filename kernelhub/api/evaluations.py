@@ -1,9 +1,9 @@
 """The reward service: store evaluation requests, run them where evaluations run, keep results.
 
-Embedded default: the process-wide `LocalExecutor` (sandboxed subprocesses; one timing at a
-time per GPU); a done-callback stores the result. Distributed mode: the lead's Celery task
-`evaluate_candidate_task` on queue `gpu.<target>`; the task id is stored and the result is
-collected when the evaluation is read (so a web restart loses nothing).
+Evaluations go to `kernelhub.placement`'s shared executor (the one the search uses): local
+sandboxed subprocesses, or the `gpu.<target>` queues followed in the evaluation ledger under
+the key `api:<pk>`. A done-callback stores the result; reading a pending evaluation also
+collects a result the ledger holds (so a web restart loses nothing in the distributed mode).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from dataclasses import asdict
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from rest_framework.exceptions import Throttled
 
+from kernelhub import placement
 from kernelhub.api.models import Evaluation
 from kernelhub.teams.models import ApiKey, Team
 from search_engine.protocols import EvaluationRequest
@@ -37,10 +37,6 @@ def max_pending() -> int:
                        DEFAULT_MAX_PENDING_PER_KEY))
 
 
-def uses_celery() -> bool:
-    return settings.KERNELHUB_EXECUTOR == "celery"
-
-
 def resolve_target(name: str) -> str:
     """A known target name; `auto` means the configured default or this host's device."""
     from search_engine.hardware import TARGETS, detect_local_target
@@ -51,7 +47,7 @@ def resolve_target(name: str) -> str:
         name = default if default and default != "auto" else detect_local_target().name
     if name not in TARGETS:
         raise ValueError(f"unknown hardware target {name!r}; known: {', '.join(TARGETS)}, auto")
-    if not uses_celery() and name != "interpreter":
+    if placement.evaluations_run_here() and name != "interpreter":
         import torch
 
         if not torch.cuda.is_available():
@@ -102,22 +98,13 @@ def _request(evaluation: Evaluation) -> EvaluationRequest:
     )
 
 
+def job_key(pk: int) -> str:
+    return f"api:{pk}"
+
+
 def _dispatch(evaluation: Evaluation) -> None:
-    request = _request(evaluation)
-    if uses_celery():
-        from kernelhub.optimization.executors import gpu_queue_name
-        from kernelhub.optimization.tasks import evaluate_candidate_task
-
-        async_result = evaluate_candidate_task.apply_async(
-            args=[asdict(request)], queue=gpu_queue_name(request.target))
-        Evaluation.objects.filter(pk=evaluation.pk).update(task_id=async_result.id)
-        if async_result.ready():  # eager mode (no broker configured): already done
-            evaluation.task_id = async_result.id
-            _store_celery_outcome(evaluation.pk, async_result)
-        return
-    from kernelhub.optimization.executors import local_executor
-
-    future = local_executor().submit(request)
+    future = placement.evaluation_executor().submit(_request(evaluation),
+                                                    key=job_key(evaluation.pk))
     with _in_flight_lock:
         _in_flight[evaluation.pk] = future
     future.add_done_callback(lambda f, pk=evaluation.pk: _store_future(pk, f))
@@ -151,28 +138,15 @@ def evaluation_store_result(pk: int, data: dict) -> None:
     )
 
 
-def _store_celery_outcome(pk: int, outcome) -> None:
-    if outcome.successful():
-        evaluation_store_result(pk, outcome.result)
-    else:
-        evaluation_store_result(pk, {"status": "error",
-                                     "message": f"the GPU worker failed: {outcome.result!r}"})
-
-
 def evaluation_refresh(evaluation: Evaluation) -> Evaluation:
-    """Collect a finished Celery result, or notice work lost to a restart."""
+    """Collect a result the ledger holds, or notice work lost to a restart of this server."""
     if not evaluation.is_pending:
         return evaluation
-    if evaluation.task_id:
-        from celery.result import AsyncResult
-
-        from kernelhub.celery import app
-
-        outcome = AsyncResult(evaluation.task_id, app=app)
-        if outcome.ready():
-            _store_celery_outcome(evaluation.pk, outcome)
-            evaluation.refresh_from_db()
-    elif (not uses_celery() and evaluation.submitted_at < _PROCESS_STARTED
+    stored = placement.evaluation_stored(job_key(evaluation.pk))
+    if stored is not None:
+        evaluation_store_result(evaluation.pk, stored)
+        evaluation.refresh_from_db()
+    elif (placement.evaluations_run_here() and evaluation.submitted_at < _PROCESS_STARTED
           and evaluation.pk not in _in_flight):
         evaluation_store_result(evaluation.pk, {
             "status": "error",

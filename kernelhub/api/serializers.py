@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from kernelhub.api.evaluations import MAX_BATCH, MAX_SOURCE_BYTES
 from kernelhub.api.models import Evaluation
-from kernelhub.optimization.models import Candidate, HardwareTarget, Problem, SearchSession
+from kernelhub.optimization.models import Budget, Candidate, HardwareTarget, Problem, SearchSession
 from kernelhub.optimization.services import PRECISION_POLICIES
 from kernelhub.review.models import Review
 from kernelhub.teams.models import Team
@@ -85,9 +85,14 @@ class SessionCreateSerializer(serializers.Serializer):
     synthesizer = serializers.ChoiceField(SearchSession.SynthesizerKind.values,
                                           default=SearchSession.SynthesizerKind.OFFLINE)
     precision_policy = serializers.ChoiceField(PRECISION_POLICIES, default="strict")
-    budget_evaluations = serializers.IntegerField(min_value=1, max_value=10_000, default=24)
-    budget_minutes = serializers.FloatField(min_value=0.01, max_value=1440, default=30.0)
-    budget_cost_usd = serializers.FloatField(min_value=0, max_value=1e6, default=0.0)
+    budget_evaluations = serializers.IntegerField(
+        min_value=Budget.EVALUATIONS[0], max_value=Budget.EVALUATIONS[1],
+        default=Budget.DEFAULT_EVALUATIONS)
+    budget_minutes = serializers.FloatField(min_value=Budget.MINUTES[0],
+                                            max_value=Budget.MINUTES[1],
+                                            default=Budget.DEFAULT_MINUTES)
+    budget_cost_usd = serializers.FloatField(min_value=Budget.COST_USD[0],
+                                             max_value=Budget.COST_USD[1], default=0.0)
     seed = serializers.IntegerField(min_value=-(2**31), max_value=2**31 - 1, default=0)
     start = serializers.BooleanField(default=True, help_text="start it right away")
 
@@ -279,7 +284,13 @@ class SkillSerializer(serializers.Serializer):
     speedup_best = serializers.FloatField()
     advantage_mean = serializers.FloatField()
     observations = serializers.IntegerField()
+    shape_class = serializers.CharField(allow_blank=True)
+    # its record in later sessions: uses, how many beat their parent, mean speedup ratio
+    uses = serializers.IntegerField()
+    helped_count = serializers.IntegerField()
+    gain_mean = serializers.FloatField(allow_null=True)
     retired = serializers.BooleanField()
+    retired_automatically = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     team = serializers.IntegerField(source="team_id", allow_null=True)

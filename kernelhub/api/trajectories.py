@@ -8,7 +8,13 @@ made from the same parent), G = r + γ·max over evaluated children of G, and
 A_i = G_i − mean_{j≠i} G_j (A = G for a group of one). `chain_return` is the discounted
 sum of rewards along this particular chain. `dropped_by_profiling` says whether the
 profiling-based lazy-optimization check rejects the turn (status `rejected_lazy`, or a
-correct kernel whose custom-kernel coverage is under the threshold τ).
+correct kernel whose custom-kernel coverage is under the threshold τ); `rejection` gives
+the same verdict with the coverage and the τ it was judged by.
+
+LLM turns carry what a trainer's off-policy correction needs: `model`, `sampling` (the
+request's temperature, max_tokens, seed, logprobs options), `response` (the whole sampled
+answer) and `logprobs` ({"tokens", "logprobs"} of that answer; None when the endpoint
+returned none). `skills` names the skills that shaped the turn.
 """
 
 from __future__ import annotations
@@ -54,12 +60,22 @@ def _dropped(node: dict, threshold: float) -> bool:
             and node["coverage"] < threshold)
 
 
+def _rejection(node: dict, default_tau: float) -> dict:
+    """Profiling-based rejection of one turn: the verdict, the coverage and τ behind it (τ
+    the evaluation recorded, else the evaluator's default)."""
+    tau = (node["diagnostics"] or {}).get("lazy_threshold", default_tau)
+    return {"dropped": _dropped(node, tau), "coverage": node["coverage"], "tau": tau,
+            "rule": "status rejected_lazy, or correct with coverage < tau"}
+
+
 def _turn(index: int, node: dict, nodes, returns, advantages, threshold) -> dict:
     origin = node["origin"] or {}
     synthesizer = origin.get("synthesizer", "")
     bottleneck = (node["diagnostics"] or {}).get("bottleneck")
     advantage, group_size = advantages.get(node["id"], (None, 0))
     parent = nodes.get(node["parent_id"])
+    rejection = _rejection(node, threshold)
+    llm = synthesizer == "llm"
     return {
         "turn": index,
         "node_id": node["node_id"],
@@ -67,7 +83,11 @@ def _turn(index: int, node: dict, nodes, returns, advantages, threshold) -> dict
         "parent_node_id": parent["node_id"] if parent else None,
         "synthesizer": synthesizer,
         "prompt": origin.get("prompt", ""),
-        "response": origin.get("response") or (node["source"] if synthesizer == "llm" else None),
+        "response": origin.get("response") or (node["source"] if llm else None),
+        "model": origin.get("model") or (origin.get("params") or {}).get("model") if llm else None,
+        "sampling": origin.get("sampling") or None if llm else None,
+        "logprobs": origin.get("logprobs") if llm else None,
+        "skills": origin.get("skills") or [],
         "transformation": None if synthesizer == "llm" else {
             "name": origin.get("transformation"), "params": origin.get("params", {})},
         "source": node["source"],
@@ -82,7 +102,8 @@ def _turn(index: int, node: dict, nodes, returns, advantages, threshold) -> dict
         "return": returns.get(node["id"]),
         "advantage": advantage,
         "group_size": group_size,
-        "dropped_by_profiling": _dropped(node, threshold),
+        "dropped_by_profiling": rejection["dropped"],
+        "rejection": rejection,
     }
 
 
@@ -115,6 +136,7 @@ def trajectory_records(session: SearchSession, gamma: float = DEFAULT_GAMMA) -> 
             "hardware": session.hardware.name,
             "precision_policy": session.precision_policy,
             "gamma": gamma,
+            "lazy_threshold": threshold,
             "chain": [nodes[pk]["node_id"] for pk in chain],
             "chain_return": round(chain_return, 9),
             "turns": turns,

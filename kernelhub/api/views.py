@@ -128,14 +128,12 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         hardware = HardwareTarget.objects.filter(name=values["hardware"]).first()
         if hardware is None:
             raise ValidationError({"hardware": f"Unknown hardware target {values['hardware']!r}."})
-        session = optimization_services.session_create(
+        session = optimization_services.session_launch(
             user=acting_user(request), team=team, problem=problem, hardware=hardware,
-            strategy=values["strategy"], synthesizer=values["synthesizer"],
-            budget_evaluations=values["budget_evaluations"],
+            start=values["start"], strategy=values["strategy"],
+            synthesizer=values["synthesizer"], budget_evaluations=values["budget_evaluations"],
             budget_minutes=values["budget_minutes"], budget_cost_usd=values["budget_cost_usd"],
             precision_policy=values["precision_policy"], seed=values["seed"])
-        if values["start"]:
-            session = optimization_services.session_start(session)
         return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     def _control(self, request, service):

@@ -2,10 +2,13 @@ from django.contrib import admin
 
 from kernelhub.optimization.models import (
     Candidate,
+    EvaluationJob,
     HardwareTarget,
     Problem,
     SearchSession,
     SessionEvent,
+    SessionLease,
+    WorkerPresence,
 )
 
 
@@ -39,3 +42,20 @@ class CandidateAdmin(admin.ModelAdmin):
 class SessionEventAdmin(admin.ModelAdmin):
     list_display = ("session", "seq", "type", "created_at")
     list_filter = ("type",)
+
+
+@admin.register(EvaluationJob)
+class EvaluationJobAdmin(admin.ModelAdmin):
+    list_display = ("key", "session", "queue", "state", "attempts", "worker", "queued_at",
+                    "finished_at")
+    list_filter = ("state", "queue")
+
+
+@admin.register(SessionLease)
+class SessionLeaseAdmin(admin.ModelAdmin):
+    list_display = ("session", "owner", "expires_at", "relaunches")
+
+
+@admin.register(WorkerPresence)
+class WorkerPresenceAdmin(admin.ModelAdmin):
+    list_display = ("name", "queues", "gpu_name", "busy", "current_candidate", "beat_at")

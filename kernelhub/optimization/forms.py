@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 from django.db.models import Q
 
-from kernelhub.optimization.models import SearchSession
+from kernelhub.optimization.models import Budget, SearchSession
 from kernelhub.optimization.selectors import hardware_target_list, problem_list_for_user
 from kernelhub.optimization.services import MAX_PROBLEM_BYTES, PRECISION_POLICIES
 from kernelhub.teams.selectors import teams_where_user_can
@@ -26,11 +26,13 @@ class SessionForm(forms.Form):
     strategy = forms.ChoiceField(choices=SearchSession.Strategy.choices)
     synthesizer = forms.ChoiceField(choices=())
     precision_policy = forms.ChoiceField(choices=[(p, p) for p in PRECISION_POLICIES])
-    budget_evaluations = forms.IntegerField(min_value=1, max_value=10_000, initial=24,
-                                            label="Budget: evaluations")
-    budget_minutes = forms.FloatField(min_value=0.1, max_value=24 * 60, initial=30,
-                                      label="Budget: minutes")
-    budget_cost_usd = forms.FloatField(min_value=0, initial=0,
+    budget_evaluations = forms.IntegerField(
+        min_value=Budget.EVALUATIONS[0], max_value=Budget.EVALUATIONS[1],
+        initial=Budget.DEFAULT_EVALUATIONS, label="Budget: evaluations")
+    budget_minutes = forms.FloatField(min_value=Budget.MINUTES[0], max_value=Budget.MINUTES[1],
+                                      initial=Budget.DEFAULT_MINUTES, label="Budget: minutes")
+    budget_cost_usd = forms.FloatField(min_value=Budget.COST_USD[0],
+                                       max_value=Budget.COST_USD[1], initial=0,
                                        label="Budget: LLM cost (USD, 0 = no limit)")
     seed = forms.IntegerField(initial=0)
     llm_models = forms.CharField(

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from kernelhub.teams.models import Team
+from search_engine.evaluation.result import is_tainted
 
 
 class HardwareTarget(models.Model):
@@ -96,6 +97,17 @@ class Problem(models.Model):
                 "family": self.offline_coverage_family, "ops": list(self.offline_coverage_ops)}
 
 
+class Budget:
+    """A session's budget limits and defaults: the form, the REST serializer and the
+    service all read these (one rule)."""
+
+    EVALUATIONS = (1, 10_000)
+    MINUTES = (0.1, 24 * 60.0)
+    COST_USD = (0.0, 1e6)
+    DEFAULT_EVALUATIONS = 24
+    DEFAULT_MINUTES = 30.0
+
+
 class SearchSession(models.Model):
     class Strategy(models.TextChoices):
         MCTS = "mcts", "MCTS"
@@ -164,10 +176,6 @@ class SearchSession(models.Model):
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
 
-    @property
-    def channel_group(self) -> str:
-        return f"session-{self.pk}"
-
 
 class Candidate(models.Model):
     """One node of a session's search tree and its evaluation."""
@@ -215,7 +223,7 @@ class Candidate(models.Model):
 
     @property
     def is_tainted(self) -> bool:
-        return any(f.get("severity", "hack") == "hack" for f in self.integrity_flags or [])
+        return is_tainted(self.integrity_flags)
 
 
 class SessionEvent(models.Model):
@@ -235,3 +243,78 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
+
+
+class SessionLease(models.Model):
+    """Who runs a session's loop, until when. The loop renews it with its heartbeat; a loop
+    that cannot take it does not start, and an expired one is taken over by the reaper."""
+
+    session = models.OneToOneField(SearchSession, on_delete=models.CASCADE, primary_key=True,
+                                   related_name="lease")
+    owner = models.CharField(max_length=200)  # host:pid:token of the loop
+    acquired_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    relaunches = models.PositiveIntegerField(default=0)  # by the reaper
+
+    def __str__(self) -> str:
+        return f"lease of session {self.session_id} by {self.owner}"
+
+
+class EvaluationJob(models.Model):
+    """One evaluation sent to a GPU queue: the ledger that makes delivery idempotent.
+
+    `key` names the evaluation (a session's candidate source, or a reward-service row), so a
+    resubmission, a redelivered message or a rebuilt loop finds the same row; only the
+    delivery whose `task_id` is current may run it, and its result is stored once."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+
+    key = models.CharField(max_length=200, unique=True)
+    session = models.ForeignKey(SearchSession, null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="evaluation_jobs")
+    queue = models.CharField(max_length=64)
+    request = models.JSONField()  # the EvaluationRequest, as sent
+    task_id = models.CharField(max_length=64, blank=True)  # the current delivery
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)  # deliveries that started it
+    broker_epoch = models.CharField(max_length=64, blank=True)  # Redis run_id when sent
+    worker = models.CharField(max_length=200, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    history = models.JSONField(default=list, blank=True)  # why it was sent again
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "queue"])]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"
+
+
+class WorkerPresence(models.Model):
+    """A Celery worker's heartbeat: what it serves, and what it is doing now."""
+
+    name = models.CharField(max_length=200, unique=True)  # the Celery node name
+    queues = models.CharField(max_length=500, blank=True)
+    target = models.CharField(max_length=32, blank=True)  # "" for a search worker
+    gpu_name = models.CharField(max_length=200, blank=True)
+    busy = models.BooleanField(default=False)
+    current_job = models.ForeignKey(EvaluationJob, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    current_candidate = models.CharField(max_length=200, blank=True)
+    pid = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,85 +1,42 @@
 """The session runner: the bridge between a stored `SearchSession` and `search_engine`.
 
-`launch_session` starts the loop in a daemon thread of this process (embedded default) or
-on the Celery queue `search` (distributed mode). `run_session` builds a `SearchRunner` from
-the session (rebuilt from its stored nodes when it has any), records every search event as
-`Candidate` rows and `SessionEvent`s, and obeys pause / resume / cancel by polling the
-stored status, which works the same whether the loop runs in a thread here or in a worker.
-When the search ends, the best correct, untainted kernel is proposed for review and the
-steps that helped are distilled into skills.
+`run_session` (started by `kernelhub.placement`, in a thread here or on the Celery queue
+`search`) first takes the session's lease: a second loop for the same session (a redelivered
+message, a manual resume, the reaper) finds it held and does not start. It builds a
+`SearchRunner` from the session (rebuilt from its stored nodes when it has any), records
+every search event as `Candidate` rows and `SessionEvent`s, and obeys pause / resume /
+cancel by polling the stored status while it renews the lease. When the search ends, the
+best correct, untainted kernel is proposed for review and the steps that helped are
+distilled into skills.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
-from django.db.models import F
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from kernelhub import placement
+from kernelhub.optimization import ledger
 from kernelhub.optimization.events import publish_session_event
-from kernelhub.optimization.models import Candidate, SearchSession
+from kernelhub.optimization.models import SearchSession
 from kernelhub.optimization.services import (
-    session_add_llm_usage, session_llm_outage, session_set_status,
+    session_add_llm_usage, session_llm_outage, session_propose_best, session_set_status,
+    candidate_record_created, candidate_record_result, session_record_best,
 )
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_STALE_S = 15.0
 CONTROL_POLL_S = 0.25
-_threads: dict[int, threading.Thread] = {}
-_threads_lock = threading.Lock()
+LEASE_EVERY_TICKS = 4  # renew the lease (and the heartbeat) once a second
 
 # Engine statuses that end a session, and what the stored session becomes.
 TERMINAL = {"completed": SearchSession.Status.FINISHED, "failed": SearchSession.Status.FAILED,
             "cancelled": SearchSession.Status.CANCELLED}
-
-
-# -- launching ---------------------------------------------------------------------------------
-
-def launch_session(session: SearchSession) -> None:
-    if settings.KERNELHUB_EXECUTOR == "celery":
-        from kernelhub.optimization.tasks import run_session_task
-
-        run_session_task.apply_async(args=[session.pk], queue="search")
-        return
-    with _threads_lock:
-        thread = _threads.get(session.pk)
-        if thread is not None and thread.is_alive():
-            return
-        thread = threading.Thread(target=_run_in_thread, args=(session.pk,), daemon=True,
-                                  name=f"kernelhub-session-{session.pk}")
-        _threads[session.pk] = thread
-        thread.start()
-
-
-def _run_in_thread(session_id: int) -> None:
-    try:
-        run_session(session_id)
-    finally:
-        connection.close()
-
-
-def session_loop_alive(session: SearchSession) -> bool:
-    thread = _threads.get(session.pk)
-    if thread is not None and thread.is_alive():
-        return True
-    session.refresh_from_db(fields=["heartbeat_at"])
-    return (session.heartbeat_at is not None and
-            timezone.now() - session.heartbeat_at < timedelta(seconds=HEARTBEAT_STALE_S))
-
-
-def wait_for_session(session_id: int, timeout_s: float) -> bool:
-    """Join the session's thread (tests, CLI); True when it ended in time."""
-    thread = _threads.get(session_id)
-    if thread is None:
-        return True
-    thread.join(timeout_s)
-    return not thread.is_alive()
 
 
 # -- building the search from a session -----------------------------------------------------
@@ -115,12 +72,8 @@ def make_synthesizer(session: SearchSession):
 
 
 def make_context_provider(session: SearchSession):
-    try:
-        from knowledge.context import KnowledgeContextProvider
-    except ImportError:
-        from search_engine.protocols import NullContextProvider
+    from knowledge.context import KnowledgeContextProvider
 
-        return NullContextProvider()
     return KnowledgeContextProvider(team_id=session.team_id)  # the team's and shared rows
 
 
@@ -169,60 +122,34 @@ class SessionRecorder:
 
     def __call__(self, event: dict[str, Any]) -> None:
         handler = getattr(self, f"on_{event['type']}", None)
-        if handler is not None:
-            handler(event["payload"])
+        if handler is not None:  # all of an event's rows or none, retried while the DB is away
+            ledger.with_db_retry(lambda: self._atomically(handler, event["payload"]))
+
+    @staticmethod
+    def _atomically(handler, payload: dict) -> None:
+        with transaction.atomic():
+            handler(payload)
 
     def on_node_created(self, node: dict) -> None:
-        usage = (node.get("origin") or {}).get("usage") or {}
         parent_pk = self.pks.get(node["parent_id"]) if node.get("parent_id") is not None else None
-        candidate, _ = Candidate.objects.update_or_create(
-            session=self.session, node_id=str(node["id"]),
-            defaults={
-                "parent_id": parent_pk, "depth": node.get("depth", 0),
-                "source": node.get("source", ""), "origin": node.get("origin") or {},
-                "status": node.get("status", "pending"),
-                "retrieved_context": (node.get("origin") or {}).get("context") or [],
-                "prompt_tokens": int(usage.get("prompt_tokens") or 0),
-                "completion_tokens": int(usage.get("completion_tokens") or 0),
-                "cost_usd": float(usage.get("cost_usd") or 0.0),
-                "llm_model": str((node.get("origin") or {}).get("model") or "")[:200],
-            },
-        )
-        self.pks[int(node["id"])] = candidate.pk
-        session_add_llm_usage(self.session, usage)
-        publish_session_event(self.session, "node_created", self.compact(node, candidate.pk))
+        pk = candidate_record_created(session=self.session, node=node, parent_pk=parent_pk)
+        self.pks[int(node["id"])] = pk
+        publish_session_event(self.session, "node_created", self.compact(node, pk))
 
     def on_node_evaluated(self, node: dict) -> None:
-        result = node.get("result") or {}
         pk = self.pks.get(int(node["id"]))
         if pk is None:  # should not happen: every node is created before it is evaluated
             self.on_node_created(node)
             pk = self.pks[int(node["id"])]
-        Candidate.objects.filter(pk=pk).update(
-            status=node.get("status", ""), message=(result.get("message") or "")[:4000],
-            reward=node.get("reward"), advantage=node.get("advantage"),
-            speedup_vs_eager=node.get("speedup_vs_eager"),
-            speedup_vs_compile=node.get("speedup_vs_compile"), coverage=node.get("coverage"),
-            timing=result.get("timing") or {}, diagnostics=result.get("diagnostics") or {},
-            integrity_flags=result.get("integrity_flags") or [], result=result,
-            evaluated_at=timezone.now(),
-        )
-        for node_id, advantage in (node.get("advantages") or {}).items():
-            if int(node_id) in self.pks:
-                Candidate.objects.filter(pk=self.pks[int(node_id)]).update(advantage=advantage)
-        if node.get("parent_id") is None:
-            SearchSession.objects.filter(pk=self.session.pk).update(
-                baseline=node.get("baselines") or {})
-        else:
-            SearchSession.objects.filter(pk=self.session.pk).update(
-                evaluated_count=F("evaluated_count") + 1)
+        advantages = {self.pks[int(n)]: a for n, a in (node.get("advantages") or {}).items()
+                      if int(n) in self.pks}
+        candidate_record_result(session=self.session, candidate_pk=pk, node=node,
+                                advantages=advantages)
         publish_session_event(self.session, "node_evaluated", self.compact(node, pk))
 
     def on_best_improved(self, best: dict) -> None:
         pk = self.pks.get(int(best["node_id"]))
-        SearchSession.objects.filter(pk=self.session.pk).update(
-            best_candidate_id=pk, best_speedup_vs_eager=best.get("speedup_vs_eager"),
-            best_speedup_vs_compile=best.get("speedup_vs_compile"))
+        session_record_best(session=self.session, candidate_pk=pk, best=best)
         publish_session_event(self.session, "best_improved", {**best, "candidate_pk": pk})
 
     def on_synthesis_failed(self, payload: dict) -> None:
@@ -272,24 +199,36 @@ class SessionRecorder:
 # -- the loop -----------------------------------------------------------------------------------
 
 class ControlWatcher(threading.Thread):
-    """Mirror the stored status onto the engine (pause, resume, cancel) and beat the heart."""
+    """Mirror the stored status onto the engine (pause, resume, cancel) and renew the lease
+    (with the heartbeat). A lease taken by another loop stops this one: `lost` is set."""
 
-    def __init__(self, session_id: int, runner):
+    def __init__(self, session_id: int, runner, owner: str):
         super().__init__(daemon=True, name=f"kernelhub-control-{session_id}")
         self.session_id = session_id
         self.runner = runner
+        self.owner = owner
         self.stop = threading.Event()
+        self.lost = threading.Event()
+        self.ticks = 0
 
     def run(self) -> None:
         try:
             while not self.stop.wait(CONTROL_POLL_S):
-                self.tick()
+                try:
+                    self.tick()
+                except Exception:  # the database away for a moment: the lease outlives it
+                    logger.exception("control tick of session %s failed", self.session_id)
+                    close_old_connections()
         finally:
             connection.close()
 
     def tick(self) -> None:
         close_old_connections()
-        SearchSession.objects.filter(pk=self.session_id).update(heartbeat_at=timezone.now())
+        if self.ticks % LEASE_EVERY_TICKS == 0:
+            self.renew()
+        self.ticks += 1
+        if self.runner is None:  # still building the search
+            return
         status, outage = SearchSession.objects.values_list("status", "llm_outage").get(
             pk=self.session_id)
         if status == SearchSession.Status.PAUSED and outage:
@@ -301,35 +240,58 @@ class ControlWatcher(threading.Thread):
         elif status in (SearchSession.Status.CANCELLED, SearchSession.Status.FAILED):
             self.runner.cancel()
 
+    def renew(self) -> None:
+        if not ledger.lease_renew(self.session_id, self.owner):
+            logger.warning("session %s: another loop took the lease; stopping", self.session_id)
+            self.lost.set()
+            if self.runner is not None:
+                self.runner.cancel()
+            return
+        SearchSession.objects.filter(pk=self.session_id).update(heartbeat_at=timezone.now())
+
 
 def run_session(session_id: int) -> None:
+    """Run the session's loop here, unless another loop holds its lease."""
     session = SearchSession.objects.select_related("problem", "hardware", "team").get(pk=session_id)
-    if not session.is_active:
+    owner = ledger.loop_owner()
+    if not session.is_active or not ledger.lease_acquire(session_id, owner):
+        logger.info("session %s: not active or run by another loop; not starting", session_id)
         return
+    executor = placement.evaluation_executor(session_id)
     try:
-        runner = build_runner(session)
-    except Exception as exc:  # a bad configuration ends the session with a reason
-        logger.exception("session %s could not start", session_id)
-        session_set_status(session, SearchSession.Status.FAILED, f"could not start: {exc}")
-        return
-    watcher = ControlWatcher(session_id, runner)
+        _run_leased(session, executor, owner)
+    finally:
+        executor.shutdown()
+        ledger.lease_release(session_id, owner)
+
+
+def _run_leased(session: SearchSession, executor, owner: str) -> None:
+    watcher = ControlWatcher(session.pk, None, owner)  # renews the lease while building, too
     watcher.start()
     try:
-        outcome = runner.run()
+        try:
+            watcher.runner = build_runner(session, executor)
+        except Exception as exc:  # a bad configuration ends the session with a reason
+            logger.exception("session %s could not start", session.pk)
+            session_set_status(session, SearchSession.Status.FAILED, f"could not start: {exc}")
+            return
+        if watcher.lost.is_set():
+            return
+        outcome = watcher.runner.run()
     finally:
         watcher.stop.set()
         watcher.join(2)
-    finish_session(session, outcome)
+    if not watcher.lost.is_set():
+        finish_session(session, outcome)
 
 
-def build_runner(session: SearchSession):
-    from kernelhub.optimization.executors import executor_for_settings
+def build_runner(session: SearchSession, executor):
     from search_engine.search import SearchRunner
 
     recorder = SessionRecorder(session)
     common = dict(
         target=session.hardware.name, synthesizer=make_synthesizer(session),
-        executor=executor_for_settings(), config=make_search_config(session),
+        executor=executor, config=make_search_config(session),
         context=make_context_provider(session), on_event=recorder,
         session=str(session.pk),
     )
@@ -348,24 +310,24 @@ def finish_session(session: SearchSession, outcome) -> None:
         final, reason = TERMINAL.get(outcome.status, SearchSession.Status.FINISHED), outcome.reason
     if session.is_active:
         session_set_status(session, final, reason)
-    propose_best(session)
+    session_propose_best(session)
+    record_skill_use(session, outcome)
     distill_skills(session, outcome)
 
 
-def propose_best(session: SearchSession) -> None:
-    from kernelhub.optimization.selectors import session_best_candidate
-    from kernelhub.review.services import kernel_propose
+def record_skill_use(session: SearchSession, outcome) -> None:
+    """Score the skills that shaped this session's nodes (finished or cancelled alike)."""
+    from knowledge.services import session_record_skill_use
 
-    best = session_best_candidate(session)
-    if best is not None:
-        kernel_propose(candidate=best, user=None, automatic=True)
+    try:
+        session_record_skill_use(session, outcome.nodes)
+    except Exception:  # scoring is bookkeeping; never fail a finished session over it
+        logger.exception("recording skill use failed for session %s", session.pk)
 
 
 def distill_skills(session: SearchSession, outcome) -> None:
-    try:
-        from knowledge.services import distill_session_skills
-    except ImportError:
-        return
+    from knowledge.services import distill_session_skills
+
     nodes = [skill_node(node, session) for node in outcome.nodes]
     try:
         distill_session_skills(nodes, session_id=session.pk, team=session.team)

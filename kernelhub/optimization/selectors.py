@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
+from kernelhub import placement
 from kernelhub.optimization.models import (
     Candidate,
     HardwareTarget,
     Problem,
     SearchSession,
     SessionEvent,
+    WorkerPresence,
 )
+from kernelhub.queues import gpu_queue
 from kernelhub.teams.selectors import team_ids_for_user
 
 
@@ -212,3 +218,25 @@ def candidate_roofline_points(candidate: Candidate) -> dict | None:
     return {"points": points, "bandwidth_gbs": hardware.memory_bandwidth_gbs,
             "fp32_tflops": hardware.fp32_tflops, "bf16_tflops": hardware.bf16_tflops,
             "hardware": hardware.display_name}
+
+
+# -- distributed mode: who is there to do the work -------------------------------------------
+
+WORKER_ALIVE_S = 15.0  # a presence heartbeat older than this: the worker is gone
+
+
+def live_workers() -> QuerySet[WorkerPresence]:
+    since = timezone.now() - timedelta(seconds=WORKER_ALIVE_S)
+    return WorkerPresence.objects.filter(beat_at__gte=since).select_related("current_job")
+
+
+def session_waiting_for_worker(session: SearchSession) -> str:
+    """Why an active distributed session makes no progress for lack of a worker ("" if it
+    does not): no live worker serves its target's queue."""
+    if placement.evaluations_run_here() or not session.is_active:
+        return ""
+    queue = gpu_queue(session.hardware.name)
+    if any(queue in w.queues.split(",") for w in live_workers()):
+        return ""
+    return (f"waiting for a worker: no live worker serves {queue} (start one with "
+            f"`make worker-gpu TARGET={session.hardware.name}`)")

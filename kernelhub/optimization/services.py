@@ -12,8 +12,11 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from kernelhub import placement
 from kernelhub.optimization.events import publish_session_event
-from kernelhub.optimization.models import HardwareTarget, Problem, SearchSession
+from kernelhub.optimization.models import Budget, Candidate, HardwareTarget, Problem, SearchSession
+from kernelhub.optimization.selectors import session_best_candidate
+from kernelhub.review.services import kernel_propose
 from kernelhub.teams.models import Team
 from kernelhub.teams.selectors import user_can
 from search_engine.hardware import TARGETS
@@ -116,9 +119,7 @@ def problem_offline_coverage_request(problem: Problem) -> bool:
     if not claimed:
         return False
     problem.offline_coverage_requested_at = now
-    from kernelhub.optimization.tasks import enqueue_problem_coverage
-
-    enqueue_problem_coverage(problem.pk)
+    placement.problem_coverage(problem.pk)
     return True
 
 
@@ -162,13 +163,10 @@ def offline_coverage_of_source(source: str) -> dict:
 
     The synthesizer's analysis runs the problem in the sandbox; this process only reads its
     checked JSON answer. Never raises."""
-    try:
-        from search_engine.synthesis.base import NotCoveredError
-        from search_engine.synthesis.offline import OfflineSynthesizer
-        from search_engine.synthesis.offline.analysis import CoverageUnknown
-    except ImportError:
-        return {"state": "unknown",
-                "detail": "coverage unknown: the offline synthesizer is not installed"}
+    from search_engine.synthesis.base import NotCoveredError
+    from search_engine.synthesis.offline import OfflineSynthesizer
+    from search_engine.synthesis.offline.analysis import CoverageUnknown
+
     try:
         family = OfflineSynthesizer().check_covered(source)
     except CoverageUnknown as exc:
@@ -190,8 +188,8 @@ def session_create(
     hardware: HardwareTarget,
     strategy: str = SearchSession.Strategy.MCTS,
     synthesizer: str = SearchSession.SynthesizerKind.OFFLINE,
-    budget_evaluations: int = 24,
-    budget_minutes: float = 30.0,
+    budget_evaluations: int = Budget.DEFAULT_EVALUATIONS,
+    budget_minutes: float = Budget.DEFAULT_MINUTES,
     budget_cost_usd: float = 0.0,
     precision_policy: str = "strict",
     seed: int = 0,
@@ -208,12 +206,15 @@ def session_create(
         raise ValidationError(f"Unknown synthesizer {synthesizer!r}.")
     if precision_policy not in PRECISION_POLICIES:
         raise ValidationError(f"Unknown precision policy {precision_policy!r}.")
-    if not 1 <= budget_evaluations <= 10_000:
-        raise ValidationError("The evaluation budget must be between 1 and 10,000.")
-    if not 0 < budget_minutes <= 24 * 60:
-        raise ValidationError("The time budget must be between 0 and 1,440 minutes.")
-    if budget_cost_usd < 0:
-        raise ValidationError("The LLM cost budget cannot be negative.")
+    low, high = Budget.EVALUATIONS
+    if not low <= budget_evaluations <= high:
+        raise ValidationError(f"The evaluation budget must be between {low} and {high:,}.")
+    low, high = Budget.MINUTES
+    if not low <= budget_minutes <= high:
+        raise ValidationError(f"The time budget must be between {low:g} and {high:,g} minutes.")
+    low, high = Budget.COST_USD
+    if not low <= budget_cost_usd <= high:
+        raise ValidationError(f"The LLM cost budget must be between {low:g} and {high:g} USD.")
     with transaction.atomic():
         session = SearchSession.objects.create(
             team=team, problem=problem, hardware=hardware, strategy=strategy,
@@ -276,11 +277,85 @@ def _require_launch_permission(session: SearchSession, user: AbstractBaseUser) -
         raise PermissionDenied("Only engineers and admins of the team control sessions.")
 
 
+# --- what a running search records (the runner's recorder calls these) -----------------------
+
+NOT_EVALUATED_STATUSES = ("pending", "cancelled")  # a cancelled node was never evaluated
+
+
+def candidate_record_created(*, session: SearchSession, node: dict, parent_pk: int | None) -> int:
+    """Store a new node of the search as a pending Candidate (or refresh it: a rebuilt loop
+    re-announces its stored nodes); its LLM usage counts against the session. Returns the pk."""
+    origin = node.get("origin") or {}
+    usage = origin.get("usage") or {}
+    candidate, _ = Candidate.objects.update_or_create(
+        session=session, node_id=str(node["id"]),
+        defaults={
+            "parent_id": parent_pk, "depth": node.get("depth", 0),
+            "source": node.get("source", ""), "origin": origin,
+            "status": node.get("status", "pending"),
+            "retrieved_context": origin.get("context") or [],
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+            "cost_usd": float(usage.get("cost_usd") or 0.0),
+            "llm_model": str(origin.get("model") or "")[:200],
+        },
+    )
+    session_add_llm_usage(session, usage)
+    return candidate.pk
+
+
+def candidate_record_result(*, session: SearchSession, candidate_pk: int, node: dict,
+                            advantages: dict[int, float] | None = None) -> None:
+    """Store an evaluated node's result on its Candidate; the root's result is the session's
+    baseline; every other evaluated (not cancelled) node counts against the budget.
+    `advantages` (candidate pk -> advantage) are the siblings' updated advantages."""
+    result = node.get("result") or {}
+    Candidate.objects.filter(pk=candidate_pk).update(
+        status=node.get("status", ""), message=(result.get("message") or "")[:4000],
+        reward=node.get("reward"), advantage=node.get("advantage"),
+        speedup_vs_eager=node.get("speedup_vs_eager"),
+        speedup_vs_compile=node.get("speedup_vs_compile"), coverage=node.get("coverage"),
+        timing=result.get("timing") or {}, diagnostics=result.get("diagnostics") or {},
+        integrity_flags=result.get("integrity_flags") or [], result=result,
+        evaluated_at=timezone.now(),
+    )
+    for pk, advantage in (advantages or {}).items():
+        Candidate.objects.filter(pk=pk).update(advantage=advantage)
+    if node.get("parent_id") is None:
+        SearchSession.objects.filter(pk=session.pk).update(baseline=node.get("baselines") or {})
+    elif node.get("status") not in NOT_EVALUATED_STATUSES:
+        SearchSession.objects.filter(pk=session.pk).update(
+            evaluated_count=F("evaluated_count") + 1)
+
+
+def session_record_best(*, session: SearchSession, candidate_pk: int | None, best: dict) -> None:
+    SearchSession.objects.filter(pk=session.pk).update(
+        best_candidate_id=candidate_pk, best_speedup_vs_eager=best.get("speedup_vs_eager"),
+        best_speedup_vs_compile=best.get("speedup_vs_compile"))
+
+
+def session_launch(*, user: AbstractBaseUser, team: Team, problem: Problem,
+                   hardware: HardwareTarget, start: bool = True, **options) -> SearchSession:
+    """What every entry point (the browser's form, the REST API) does to launch a session:
+    the launch rules, the offline synthesizer's coverage gate, the stored session, and
+    (with `start`) the hand-over to the runner. `options` are `session_create`'s."""
+    synthesizer = options.get("synthesizer", SearchSession.SynthesizerKind.OFFLINE)
+    if synthesizer == SearchSession.SynthesizerKind.OFFLINE:
+        if not problem.offline_coverage_ready:  # launching needs the answer (sandboxed)
+            problem = problem_offline_coverage_compute(problem)
+        coverage = problem.offline_coverage
+        if coverage["state"] == "uncovered":
+            raise ValidationError({"problem": "The offline synthesizer does not cover this "
+                                              f"problem: {coverage['detail']}. Pick the LLM "
+                                              "synthesizer or another problem."})
+    session = session_create(user=user, team=team, problem=problem, hardware=hardware,
+                             **options)
+    return session_start(session) if start else session
+
+
 def session_start(session: SearchSession) -> SearchSession:
     """Hand a queued session to the runner: a thread here, or the `search` Celery queue."""
-    from kernelhub.optimization.runner import launch_session
-
-    launch_session(session)
+    placement.session_launch(session.pk)
     return session
 
 
@@ -295,8 +370,6 @@ def session_pause(session: SearchSession, user: AbstractBaseUser) -> SearchSessi
 def session_resume(session: SearchSession, user: AbstractBaseUser) -> SearchSession:
     """Resume a paused session; if its loop is gone (restart, lost worker), rebuild it
     from the stored nodes."""
-    from kernelhub.optimization.runner import launch_session, session_loop_alive
-
     _require_launch_permission(session, user)
     if session.status != SearchSession.Status.PAUSED:
         raise ValidationError(f"Only a paused session can be resumed; this one is {session.status}.")
@@ -304,13 +377,37 @@ def session_resume(session: SearchSession, user: AbstractBaseUser) -> SearchSess
         SearchSession.objects.filter(pk=session.pk).update(llm_outage={})
         session.llm_outage = {}
     session = session_set_status(session, SearchSession.Status.RUNNING, f"resumed by {user}")
-    if not session_loop_alive(session):
-        launch_session(session)
+    if not placement.session_loop_alive(session.pk):
+        placement.session_launch(session.pk)
     return session
 
 
 def session_cancel(session: SearchSession, user: AbstractBaseUser) -> SearchSession:
+    """Cancel: its queued evaluations are revoked at once; a live loop ends itself (and
+    proposes its best kernel), a lost loop's session is closed here."""
     _require_launch_permission(session, user)
     if not session.is_active:
         raise ValidationError(f"This session already ended ({session.status}).")
-    return session_set_status(session, SearchSession.Status.CANCELLED, f"cancelled by {user}")
+    session = session_set_status(session, SearchSession.Status.CANCELLED, f"cancelled by {user}")
+    placement.session_cancel_work(session.pk)
+    if not placement.session_loop_alive(session.pk):
+        session_close_without_loop(session)
+    return session
+
+
+def session_close_without_loop(session: SearchSession) -> None:
+    """An ended session whose loop is gone: its pending nodes were never evaluated, and its
+    best correct kernel is still proposed for review."""
+    pending = session.candidates.filter(status="pending")
+    for candidate in pending:
+        publish_session_event(session, "node_evaluated", {
+            "candidate_pk": candidate.pk, "node_id": candidate.node_id, "status": "cancelled"})
+    pending.update(status="cancelled", message="cancelled before it was evaluated")
+    session_propose_best(session)
+
+
+def session_propose_best(session: SearchSession) -> None:
+    """Propose the session's best correct, untainted kernel for review (once)."""
+    best = session_best_candidate(session)
+    if best is not None:
+        kernel_propose(candidate=best, user=None, automatic=True)

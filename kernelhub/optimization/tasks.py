@@ -1,5 +1,6 @@
-"""Celery tasks (thin): session loops and problem coverage on queue `search`, evaluations
-on `gpu.<target>`."""
+"""Celery tasks (thin): session loops and problem coverage on queue `search`, evaluations on
+`gpu.<target>`. `kernelhub.placement` decides where each runs (in the embedded default it
+calls the same bodies in a thread of the server)."""
 
 from __future__ import annotations
 
@@ -7,64 +8,74 @@ import logging
 import threading
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import close_old_connections, transaction
 
+from kernelhub.optimization import ledger, runner
+from kernelhub.optimization.executors import local_executor
+from kernelhub.optimization.models import EvaluationJob
+from kernelhub.optimization.services import problem_offline_coverage_compute
+from search_engine.evaluation.result import EvaluationResult
 from search_engine.protocols import EvaluationRequest
 
 logger = logging.getLogger(__name__)
+BUSY_RETRY_S = 2 * ledger.JOB_ALIVE_S  # a delivery that found another one running waits
 
 
-@shared_task(name="kernelhub.evaluate_candidate", acks_late=True)
-def evaluate_candidate_task(request: dict) -> dict:
-    """Run one evaluation on this worker's GPU; returns `EvaluationResult.to_dict()`."""
-    from kernelhub.optimization.executors import local_executor
+@shared_task(name="kernelhub.evaluate_candidate", bind=True, acks_late=True,
+             reject_on_worker_lost=True, max_retries=20,
+             soft_time_limit=settings.KERNELHUB_EVAL_SOFT_LIMIT_S,
+             time_limit=settings.KERNELHUB_EVAL_HARD_LIMIT_S)
+def evaluate_candidate_task(self, job_id: int) -> str:
+    """Run ledger job `job_id` on this worker's GPU if this delivery is the current one;
+    the result goes to the ledger, once. Returns what happened (for the worker's log)."""
+    claim = ledger.job_claim(job_id, self.request.id, self.request.hostname or "worker")
+    if claim == "busy":  # a redelivery while the first run may still beat: look again soon
+        raise self.retry(countdown=BUSY_RETRY_S)
+    if claim != "run":
+        return claim
+    beating = threading.Event()
+    threading.Thread(target=_beat, args=(job_id, self.request.id, beating), daemon=True).start()
+    try:
+        result = _evaluate(EvaluationJob.objects.get(pk=job_id).request)
+    finally:
+        beating.set()
+    stored = ledger.with_db_retry(lambda: ledger.job_store(job_id, self.request.id, result))
+    return "stored" if stored else "duplicate"
 
-    result = local_executor().submit(EvaluationRequest(**request)).result()
-    return result.to_dict()
+
+def _evaluate(request: dict) -> dict:
+    try:
+        return local_executor().submit(EvaluationRequest(**request)).result().to_dict()
+    except SoftTimeLimitExceeded:
+        return EvaluationResult(
+            status="timeout", target=request["target"],
+            precision_policy=request.get("precision_policy", "strict"),
+            message=f"the evaluation ran past {settings.KERNELHUB_EVAL_SOFT_LIMIT_S:g} s").to_dict()
 
 
-@shared_task(name="kernelhub.run_session", acks_late=True)
+def _beat(job_id: int, task_id: str, stop: threading.Event) -> None:
+    from django.db import connection
+
+    try:
+        while not stop.wait(ledger.JOB_BEAT_S):
+            ledger.job_beat(job_id, task_id)
+    except Exception:  # the watcher will see a stale beat and send the job again
+        logger.exception("heartbeat of evaluation job %s failed", job_id)
+    finally:
+        connection.close()
+
+
+@shared_task(name="kernelhub.run_session", acks_late=True, reject_on_worker_lost=True)
 def run_session_task(session_id: int) -> None:
-    from kernelhub.optimization.runner import run_session
-
-    run_session(session_id)
+    runner.run_session(session_id)
 
 
-# --- offline coverage of a problem: a Celery task, or a background thread here -------------------
+_coverage_slot = threading.BoundedSemaphore(1)  # one sandboxed analysis at a time per process
+
 
 @shared_task(name="kernelhub.problem_offline_coverage", acks_late=True)
 def problem_coverage_task(problem_id: int) -> str:
     """Compute and store a problem's offline coverage (the analysis runs in the sandbox)."""
-    from kernelhub.optimization.services import problem_offline_coverage_compute
-
-    return problem_offline_coverage_compute(problem_id).offline_coverage_state
-
-
-_coverage_slot = threading.BoundedSemaphore(1)  # one sandboxed analysis at a time here
-
-
-def _coverage_in_thread(problem_id: int) -> None:
-    from kernelhub.optimization.services import problem_offline_coverage_compute
-
-    try:
-        with _coverage_slot:
-            problem_offline_coverage_compute(problem_id)
-    except Exception:  # no caller to tell; the next page view asks again once it is stale
-        logger.exception("offline coverage of problem %s crashed", problem_id)
-    finally:
-        close_old_connections()
-
-
-def enqueue_problem_coverage(problem_id: int) -> None:
-    """Compute the coverage in the background once the transaction that asked commits:
-    on the `search` queue in the distributed mode, in a daemon thread in the embedded one."""
-
-    def start() -> None:
-        if settings.KERNELHUB_EXECUTOR == "celery":
-            problem_coverage_task.apply_async(args=[problem_id], queue="search")
-        else:
-            threading.Thread(target=_coverage_in_thread, args=(problem_id,), daemon=True,
-                             name=f"kernelhub-coverage-{problem_id}").start()
-
-    transaction.on_commit(start, robust=True)  # a broker error must not fail the request
+    with _coverage_slot:
+        return problem_offline_coverage_compute(problem_id).offline_coverage_state

@@ -31,6 +31,7 @@ from kernelhub.optimization.selectors import (
     session_best_series,
     session_get_for_user,
     session_list_for_user,
+    session_waiting_for_worker,
 )
 from kernelhub.teams.selectors import teams_where_user_can, user_can
 
@@ -54,10 +55,6 @@ def offline_coverage(problem: Problem) -> dict:
     if coverage["state"] == Problem.Coverage.PENDING:
         services.problem_offline_coverage_request(problem)
     return coverage
-
-
-# The computation itself (sandboxed analysis, JSON answer), for callers and tests.
-_offline_coverage_uncached = services.offline_coverage_of_source
 
 
 # --- problems ---------------------------------------------------------------------------------
@@ -132,26 +129,17 @@ def _create_session_from_form(request, form: SessionForm) -> SearchSession | Non
             form.add_error("problem_file", " ".join(exc.messages))
             return None
         messages.success(request, f"Problem {problem.name!r} validated and stored.")
-    if offline:
-        # Launching needs the answer: a problem never checked is checked now (sandboxed).
-        if not problem.offline_coverage_ready:
-            problem = services.problem_offline_coverage_compute(problem)
-        coverage = problem.offline_coverage
-        if coverage["state"] == "uncovered":
-            form.add_error("problem", "The offline synthesizer does not cover this problem: "
-                           f"{coverage['detail']}. Pick the LLM synthesizer or another problem.")
-            return None
     try:
-        session = services.session_create(
+        session = services.session_launch(
             user=request.user, team=team, problem=problem, hardware=data["hardware"],
-            strategy=data["strategy"], synthesizer=data["synthesizer"],
+            start=False, strategy=data["strategy"], synthesizer=data["synthesizer"],
             budget_evaluations=data["budget_evaluations"], budget_minutes=data["budget_minutes"],
             budget_cost_usd=data["budget_cost_usd"], precision_policy=data["precision_policy"],
             seed=data["seed"],
             config={"llm_models": data["llm_models"]} if data.get("llm_models") and not offline
             else None)
-    except ValidationError as exc:
-        form.add_error(None, " ".join(exc.messages))
+    except ValidationError as exc:  # a field's rule lands on that field, others on the form
+        form.add_error(None, exc)
         return None
     _start(request, session)
     return session
@@ -160,8 +148,6 @@ def _create_session_from_form(request, form: SessionForm) -> SearchSession | Non
 def _start(request, session: SearchSession) -> None:
     try:
         services.session_start(session)
-    except ImportError as exc:
-        messages.warning(request, f"Session stored but not started: {exc}.")
     except Exception as exc:  # keep the stored session; tell the user why it did not start
         logger.exception("could not start session %s", session.pk)
         services.session_set_status(session, SearchSession.Status.FAILED,
@@ -203,6 +189,7 @@ def session_detail(request, pk: int):
     }
     return render(request, "optimization/session_detail.html", {
         "session": session, "page_config": page_config,
+        "waiting_for_worker": session_waiting_for_worker(session),
         **_controls_context(request.user, session),
     })
 

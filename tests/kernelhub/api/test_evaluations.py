@@ -15,8 +15,9 @@ import pytest
 
 from kernelhub.api import evaluations as service
 from kernelhub.api.models import Evaluation
+from kernelhub.optimization.models import EvaluationJob
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLI_KEYS = set(__import__("search_engine.evaluation.result", fromlist=["EvaluationResult"])
                .EvaluationResult.__dataclass_fields__)
 
@@ -164,22 +165,17 @@ def test_distributed_mode_queues_on_the_targets_gpu_queue(key_client, api_keys, 
     settings.KERNELHUB_EXECUTOR = "celery"
     sent = []
 
-    class Pending:
-        id = "task-123"
-
-        def ready(self):
-            return False
-
     monkeypatch.setattr(tasks.evaluate_candidate_task, "apply_async",
-                        lambda args, queue: sent.append((args, queue)) or Pending())
+                        lambda args, queue, **options: sent.append((args, queue)))
     with django_capture_on_commit_callbacks(execute=True):
         response = key_client(api_keys[("alpha", "write")]).post("/api/v1/evaluations", {
             "problem": library_problem.pk, "candidate_source": "x", "target": "h200"},
             format="json")
     assert response.status_code == 202, response.content
     assert [queue for _, queue in sent] == ["gpu.h200"]
-    assert sent[0][0][0]["target"] == "h200" and sent[0][0][0]["candidate_source"] == "x"
-    assert Evaluation.objects.get(pk=response.json()["id"]).task_id == "task-123"
+    job = EvaluationJob.objects.get(key=f"api:{response.json()['id']}")
+    assert sent[0][0] == [job.pk] and job.queue == "gpu.h200"
+    assert job.request["target"] == "h200" and job.request["candidate_source"] == "x"
 
 
 @pytest.mark.django_db
@@ -190,7 +186,7 @@ def test_a_submission_that_cannot_be_queued_reports_why(key_client, api_keys, wo
 
     settings.KERNELHUB_EXECUTOR = "celery"
 
-    def broker_down(args, queue):
+    def broker_down(args, queue, **options):
         raise ConnectionError("Error 111 connecting to redis:6379. Connection refused.")
 
     monkeypatch.setattr(tasks.evaluate_candidate_task, "apply_async", broker_down)
@@ -211,7 +207,11 @@ def gpu_worker(redis_url, tmp_path):
     if connection.vendor != "postgresql":
         pytest.skip("distributed reward-service test runs on PostgreSQL (DATABASE_URL)")
     url = redis_url.rsplit("/", 1)[0] + "/7"  # a database of our own on the shared Redis
-    env = {**os.environ, "REDIS_URL": url, "KERNELHUB_DATA_DIR": str(tmp_path),
+    db = connection.settings_dict  # the worker reads the evaluation ledger of the test database
+    database_url = (f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+                    f"{db['PORT'] or 5432}/{db['NAME']}")
+    env = {**os.environ, "REDIS_URL": url, "DATABASE_URL": database_url,
+           "KERNELHUB_DATA_DIR": str(tmp_path),
            "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1"}
     celery = str(Path(sys.executable).with_name("celery"))
     log = tmp_path / "gpu.log"

@@ -8,7 +8,6 @@ import io
 
 import pytest
 
-from tests.api.conftest import _fresh_throttle_counters, api_keys, key_client, workspace  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -135,7 +135,7 @@ def test_writes_follow_the_roles_and_key_scopes(principal, workspace, hardware, 
     _expect(kind, which, "upload", client.post("/api/v1/problems/", {
         "name": "new", "source": "x = 1"}, format="json"), 400)  # allowed; the source is invalid
     # candidates[1] is already approved (409 for everyone allowed to propose, see
-    # tests/kernelhub/test_review_approve_once.py); candidates[3] is correct and pending.
+    # tests/kernelhub/review/test_review_approve_once.py); candidates[3] is correct and pending.
     _expect(kind, which, "propose", client.post("/api/v1/reviews/", {
         "candidate": alpha["candidates"][3].pk}, format="json"), 201)
     pending = alpha["pending"]

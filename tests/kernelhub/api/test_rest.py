@@ -9,11 +9,11 @@ pytestmark = pytest.mark.django_db
 
 
 def test_session_lifecycle_through_the_api(user_client, workspace, library_problem, monkeypatch):
-    from kernelhub.optimization import runner
+    from kernelhub import placement
 
     launched = []
-    monkeypatch.setattr(runner, "launch_session", lambda session: launched.append(session.pk))
-    monkeypatch.setattr(runner, "session_loop_alive", lambda session: False)
+    monkeypatch.setattr(placement, "session_launch", lambda session_id: launched.append(session_id))
+    monkeypatch.setattr(placement, "session_loop_alive", lambda session_id: False)
     client = user_client("alpha", "engineer")
     response = client.post("/api/v1/sessions/", {
         "problem": library_problem.pk, "hardware": "interpreter", "strategy": "evolution",
@@ -196,3 +196,24 @@ def test_knowledge_search_finds_an_ingested_manual(key_client, api_keys, workspa
         assert [d["filename"] for d in docs] == ["h200-notes.md"] and docs[0]["status"] == "ready"
     finally:
         document_delete(document)
+
+
+def test_api_applies_the_offline_coverage_gate_like_the_form(user_client, workspace, teams):
+    """The browser and the REST API launch through one service: an offline session for a
+    problem the offline synthesizer cannot cover is refused by both, and nothing is stored."""
+    from kernelhub.optimization import services
+    from kernelhub.optimization.models import SearchSession
+    team, engineer = teams["alpha"], teams["users"][("alpha", "engineer")]
+    problem = services.problem_create(
+        name="sorter", team=team, user=engineer, request_offline_coverage=False,
+        source="import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+               "    def forward(self, x):\n        return torch.sort(x, dim=-1).values\n\n"
+               "def get_inputs():\n    return [torch.randn(8, 16)]\n\n"
+               "def get_init_inputs():\n    return []\n")
+    before = SearchSession.objects.count()
+    response = user_client("alpha", "engineer").post("/api/v1/sessions/", {
+        "problem": problem.pk, "hardware": "interpreter", "synthesizer": "offline",
+        "start": False}, format="json")
+    assert response.status_code == 400, response.content
+    assert "does not cover" in str(response.json()["problem"])
+    assert SearchSession.objects.count() == before

@@ -42,10 +42,10 @@ def keep_test_connection():
 
 @pytest.fixture
 def no_session_runner(monkeypatch):
-    from kernelhub.optimization import runner
+    from kernelhub import placement
 
     # Sessions it manages to create are recorded but not run (the runner is tested elsewhere).
-    monkeypatch.setattr(runner, "launch_session", lambda session: None)
+    monkeypatch.setattr(placement, "session_launch", lambda session_id: None)
 
 
 @schema.parametrize()

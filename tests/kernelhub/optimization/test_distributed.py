@@ -20,7 +20,7 @@ from django.db import connection
 from kernelhub.optimization.models import Candidate, SearchSession
 from kernelhub.optimization.services import session_create, session_start
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
               pytest.mark.postgres, pytest.mark.redis]
 

@@ -63,8 +63,8 @@ def llm(settings, monkeypatch):
     settings.KERNELHUB_LLM_RETRIES = 1
     settings.KERNELHUB_LLM_BACKOFF_S = 0.01
     settings.KERNELHUB_LLM_OUTAGE_RETRY_S = 0.3
-    monkeypatch.setattr("kernelhub.optimization.executors.executor_for_settings",
-                        lambda: InstantExecutor())
+    monkeypatch.setattr("kernelhub.placement.evaluation_executor",
+                        lambda session_id=None: InstantExecutor())
     monkeypatch.setattr(runner, "make_context_provider", lambda session: Knowledge())
     yield server
     server.close()

@@ -18,7 +18,7 @@ from django.urls import reverse
 from kernelhub.optimization import services, tasks
 from kernelhub.optimization.models import Problem, SearchSession
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 HOSTILE = '''
 import builtins, os, sys

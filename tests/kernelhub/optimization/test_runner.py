@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernelhub.optimization import runner
+from kernelhub import placement
 from kernelhub.optimization.models import Candidate, SearchSession
 from kernelhub.optimization.services import (
     session_cancel,
@@ -27,7 +27,7 @@ def session(teams, hardware, library_problem):
 
 def test_offline_session_runs_to_budget_and_proposes_its_best(session):
     session_start(session)
-    assert runner.wait_for_session(session.pk, 600), "the session did not finish"
+    assert placement.session_wait(session.pk, 600), "the session did not finish"
     session.refresh_from_db()
     assert session.status == SearchSession.Status.FINISHED, session.status_message
     assert session.evaluated_count == 3
@@ -61,7 +61,7 @@ def test_pause_resume_cancel_through_the_stored_status(session, teams):
     session_pause(session, engineer)
     session_resume(session, engineer)
     session_cancel(session, engineer)
-    assert runner.wait_for_session(session.pk, 300)
+    assert placement.session_wait(session.pk, 300)
     session.refresh_from_db()
     assert session.status == SearchSession.Status.CANCELLED
     assert session.evaluated_count < 40
@@ -83,7 +83,7 @@ def test_a_viewer_cannot_control_a_session(session, teams):
 def test_resume_rebuilds_a_lost_loop_from_stored_nodes(session, teams):
     """A session whose loop died (server restart) resumes from its stored tree."""
     session_start(session)
-    assert runner.wait_for_session(session.pk, 600)
+    assert placement.session_wait(session.pk, 600)
     session.refresh_from_db()
     before = set(Candidate.objects.filter(session=session).values_list("node_id", flat=True))
     # Pretend the process died while paused, with budget left.
@@ -91,7 +91,7 @@ def test_resume_rebuilds_a_lost_loop_from_stored_nodes(session, teams):
         status=SearchSession.Status.PAUSED, budget_evaluations=5, heartbeat_at=None)
     session.refresh_from_db()
     session_resume(session, teams["users"][("alpha", "engineer")])
-    assert runner.wait_for_session(session.pk, 600)
+    assert placement.session_wait(session.pk, 600)
     session.refresh_from_db()
     after = set(Candidate.objects.filter(session=session).values_list("node_id", flat=True))
     assert before < after and session.evaluated_count == 5

@@ -139,22 +139,6 @@ def test_coverage_partial(client, teams, library_problem, django_capture_on_comm
     assert "Pick a library or team problem" in empty
 
 
-def test_coverage_is_unknown_when_the_synthesizer_is_missing(monkeypatch, library_problem):
-    import builtins
-
-    from kernelhub.optimization import views
-
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name.startswith("search_engine.synthesis"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-    assert views._offline_coverage_uncached(library_problem.source)["state"] == "unknown"
-
-
 def test_llm_synthesizer_offered_when_configured(client, teams, settings):
     settings.LLM_CONFIGURED = True
     login(client, "alpha", "engineer")

@@ -108,9 +108,9 @@ def test_viewer_sees_no_controls_and_gets_403_on_post(client, alpha_session):
 
 
 def test_engineer_pauses_resumes_and_cancels(client, alpha_session, monkeypatch):
-    import kernelhub.optimization.runner as runner
+    from kernelhub import placement
 
-    monkeypatch.setattr(runner, "session_loop_alive", lambda session: True)
+    monkeypatch.setattr(placement, "session_loop_alive", lambda session_id: True)
     login(client, "alpha", "engineer")
     session = alpha_session["session"]
     page = client.get(reverse("optimization:session_detail", args=[session.pk])).content.decode()
