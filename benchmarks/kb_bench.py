@@ -4,8 +4,17 @@
       recall@5 of chunking / heading-context / ranking variants on the labelled corpus
       (pure pipeline: same parser, chunker, model, BM25 and fusion as the app; exact
       cosine search in numpy in place of Chroma's HNSW).
+  python benchmarks/kb_bench.py pdf [PDF ...]
+      PDF pages/s end to end through the real services (parse in parallel workers, chunk,
+      embed, Chroma + DB), with the time of each stage; default: the corpus PDFs and any
+      PDF manual under /usr/share/doc.
+  python benchmarks/kb_bench.py diagnostics
+      how often the prompt of a search node carries the passage (and the section) it needs,
+      with diagnostics-keyed retrieval and with a plain query (knowledge.evaluation.NODE_CASES).
   python benchmarks/kb_bench.py scale [--chunks 50000]
-      ingestion pages/s on the corpus through the real services, then query latency
+      ingestion on the corpus through the real services, then N real chunks (the corpus's
+      and real text found on disk: /usr/share/doc, the venv's package docs), each embedded
+      for real (vectors cached under --cache so a rerun resumes), then query latency
       p50/p95 of knowledge.retrieval.retrieve at N chunks (real Chroma, real BM25).
   python benchmarks/kb_bench.py latency DATA_DIR
       the query-latency part again, on the data dir a `scale` run left.
@@ -49,6 +58,7 @@ def run_variants(corpus: Path, only: str | None = None) -> None:
     from knowledge.retrieval_text import context_text
 
     questions = load_questions(corpus / "questions.json")
+    print(_backend_line())
     parsed = []
     for f in corpus_files(corpus):
         data = f.path.read_bytes()
@@ -107,19 +117,177 @@ def _setup_django(data_dir: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def _perturb(text: str, rng: np.random.Generator, donor: str) -> str:
-    """A new, plausible chunk: drop ~15% of words and splice in a run from another chunk."""
-    words = text.split()
-    kept = [w for w in words if rng.random() > 0.15]
-    donor_words = donor.split()
-    start = int(rng.integers(0, max(1, len(donor_words) - 30)))
-    at = int(rng.integers(0, len(kept) + 1))
-    return " ".join(kept[:at] + donor_words[start : start + 30] + kept[at:])
-
-
 def _percentiles(samples_ms: list[float]) -> str:
     a = np.asarray(samples_ms)
     return f"p50 {np.percentile(a, 50):6.1f} ms  p95 {np.percentile(a, 95):6.1f} ms  max {a.max():6.1f} ms"
+
+
+def _backend_line() -> str:
+    from knowledge.embeddings import EMBED_THREADS, backend_status
+
+    status = backend_status()
+    return (f"embedding backend {status.name} ({status.reason}); model id {status.model_id}; "
+            f"{EMBED_THREADS} embedding threads; load average {os.getloadavg()[0]:.1f}")
+
+
+DEFAULT_PDFS = ["nvidia-cutlass/efficient_gemm.pdf", "rocm-docs/mi300.pdf",
+                "enccs-gpu-programming/9-non-portable.pdf"]
+
+
+def run_pdf(args) -> None:
+    """Pages/s of PDFs through document_upload + document_process, stage by stage."""
+    import tempfile
+
+    _setup_django(Path(tempfile.mkdtemp(prefix="kb-bench-pdf-")))
+    from knowledge import ingestion
+    from knowledge.embeddings import embed
+    from knowledge.services import document_process, document_upload
+
+    paths = [Path(p) for p in args.pdfs] or (
+        [args.corpus / p for p in DEFAULT_PDFS] + sorted(Path("/usr/share/doc").glob("*/*.pdf")))
+    embed(["warm up the model"])
+    print(_backend_line())
+    stages: dict[str, float] = {}
+    real_prepare = ingestion.prepare
+
+    def timed_report(report):
+        last = {"stage": None, "at": time.perf_counter()}
+
+        def wrapped(progress):
+            now = time.perf_counter()
+            if progress.stage != last["stage"]:
+                if last["stage"]:
+                    stages[last["stage"]] = stages.get(last["stage"], 0) + now - last["at"]
+                last.update(stage=progress.stage, at=now)
+            report(progress)
+
+        def close():
+            if last["stage"]:
+                stages[last["stage"]] = stages.get(last["stage"], 0) + time.perf_counter() - last["at"]
+
+        return wrapped, close
+
+    def prepare(*a, report=lambda p: None, **kw):
+        wrapped, close = timed_report(report)
+        try:
+            return real_prepare(*a, report=wrapped, **kw)
+        finally:
+            close()
+
+    from knowledge import services
+    services.prepare = prepare
+    total_pages = total_chunks = 0
+    started = time.perf_counter()
+    for path in paths:
+        t = time.perf_counter()
+        document = document_upload(filename=path.name, data=path.read_bytes(),
+                                   category="general-optimization")
+        document = document_process(document.pk)
+        took = time.perf_counter() - t
+        total_pages += document.pages or 0
+        total_chunks += document.chunk_count
+        print(f"{path.name}: {document.pages} pages, {document.chunk_count} chunks in {took:.1f} s "
+              f"= {(document.pages or 0) / took:.1f} pages/s ({document.status}: {document.message[:80]})")
+    elapsed = time.perf_counter() - started
+    print(f"all: {total_pages} pages, {total_chunks} chunks in {elapsed:.1f} s = "
+          f"{total_pages / elapsed:.1f} pages/s end to end ({total_chunks / elapsed:.1f} chunks/s)")
+    print("stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items())
+          + f", storing and the rest {elapsed - sum(stages.values()):.1f} s")
+    print(f"load average after: {os.getloadavg()}")
+
+
+def run_diagnostics(args) -> None:
+    """Keyed vs plain retrieval for the search nodes of knowledge.evaluation.NODE_CASES."""
+    import tempfile
+
+    _setup_django(Path(tempfile.mkdtemp(prefix="kb-bench-diag-")))
+    from knowledge.context import KnowledgeContextProvider
+    from knowledge.evaluation import (
+        NODE_CASES,
+        corpus_files,
+        needed_section,
+        node_retrieval,
+        prompt_has_passage,
+        prompt_has_section,
+    )
+    from knowledge.selectors import KnowledgeScope
+    from knowledge.services import document_ingest_file
+    from search_engine.hardware import get_target
+    from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
+    from search_engine.synthesis.llm import build_prompt
+
+    for f in corpus_files(args.corpus):
+        document_ingest_file(f.path, category=f.category, vendor=f.vendor, hardware=f.hardware)
+    print(_backend_line())
+    provider = KnowledgeContextProvider(skills=0, scope=KnowledgeScope.ALL)
+    for k in (4, 5, 8):
+        for keyed in (True, False):
+            passages = sections = 0
+            for case in NODE_CASES:
+                query, found = node_retrieval(provider, case, keyed=keyed, k=k)
+                prompt = build_prompt(SynthesisRequest(
+                    problem_source="", target=get_target(case[1]),
+                    parent=NodeView(0, "", {"synthesizer": "reference"}, "reference"),
+                    memory=MemoryView("restart"), context=found, context_query=query))
+                passages += prompt_has_passage(prompt, case)
+                sections += prompt_has_section(prompt, needed_section(case))
+            n = len(NODE_CASES)
+            print(f"k={k} {'keyed' if keyed else 'plain'}: needed passage in the prompt "
+                  f"{passages}/{n}, a passage of its section {sections}/{n}")
+
+
+def _real_texts(roots: list[Path], limit_chars: int) -> list[tuple[str, str]]:
+    """(name, text) of real documentation on disk: Debian's changelogs and READMEs,
+    the installed packages' docs; each file once."""
+    import gzip
+
+    out, seen, total = [], set(), 0
+    suffixes = {".md", ".rst", ".txt", ".gz"}
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if total >= limit_chars:
+                return out
+            if not path.is_file() or path.suffix not in suffixes or path.stat().st_size < 2000:
+                continue
+            try:
+                raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+                text = raw.decode("utf-8")
+            except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
+                continue
+            digest = hashlib.sha1(raw).hexdigest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            out.append((str(path), text[:400_000]))
+            total += len(text[:400_000])
+    return out
+
+
+def _embed_with_cache(texts: list[str], cache_dir: Path) -> np.ndarray:
+    """Embed for real, 2,000 at a time, keeping each part on disk so a rerun resumes."""
+    from knowledge.embeddings import embed, model_id
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    parts = []
+    started, done = time.perf_counter(), 0
+    for start in range(0, len(texts), 2000):
+        batch = texts[start : start + 2000]
+        key = hashlib.sha1((model_id() + "\0".join(batch)).encode()).hexdigest()[:20]
+        path = cache_dir / f"{key}.npy"
+        if path.exists():
+            parts.append(np.load(path))
+            continue
+        t = time.perf_counter()
+        vectors = embed(batch)
+        np.save(path, vectors)
+        parts.append(vectors)
+        done += len(batch)
+        print(f"  embedded {start + len(batch)}/{len(texts)} ({len(batch) / (time.perf_counter() - t):.1f} "
+              f"chunks/s, load {os.getloadavg()[0]:.1f})", flush=True)
+    if done:
+        print(f"embedded {done} chunks for real in {time.perf_counter() - started:.0f} s "
+              f"= {done / (time.perf_counter() - started):.1f} chunks/s")
+    return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
 
 
 def run_scale(args) -> None:
@@ -130,80 +298,63 @@ def run_scale(args) -> None:
     from django.db import transaction
 
     from knowledge import store
-    from knowledge.embeddings import embed, embed_query
-    from knowledge.evaluation import corpus_files, load_questions
+    from knowledge.chunking import chunk_blocks
+    from knowledge.embeddings import embed, token_counts
+    from knowledge.evaluation import corpus_files
+    from knowledge.ingestion import CHUNKING
     from knowledge.models import Chunk, Document
-    from knowledge.retrieval import lexical_snapshot, retrieve
+    from knowledge.parsing import parse_bytes
     from knowledge.retrieval_text import context_text
     from knowledge.services import document_ingest_file
 
-    print(f"data dir {data_dir}; torch threads {__import__('torch').get_num_threads()}")
+    print(f"data dir {data_dir}")
     embed(["warm up the model"])
-    # 1. Ingestion through the real services (parse in a subprocess, chunk, embed, store).
+    print(_backend_line())
+    # 1. The corpus through the real services (parse, chunk, embed, store).
     files = corpus_files(args.corpus)
     started = time.perf_counter()
     documents = [document_ingest_file(f.path, category=f.category, vendor=f.vendor,
                                       hardware=f.hardware) for f in files]
     elapsed = time.perf_counter() - started
-    pdf_pages = sum(d.pages or 0 for d in documents if d.kind == "pdf")
-    chars = sum(len(c.text) for c in Chunk.objects.all())
     chunks = sum(d.chunk_count for d in documents)
-    pdf_time = 0.0
-    for d in [d for d in documents if d.kind == "pdf"]:
-        t = time.perf_counter()
-        from knowledge.ingestion import prepare
-        prepare(d.filename, (data_dir / d.stored_path).read_bytes(), "pdf", max_pdf_pages=2000)
-        pdf_time += time.perf_counter() - t
+    chars = sum(len(c.text) for c in Chunk.objects.all())
     print(f"ingest corpus: {len(documents)} documents, {chunks} chunks, {chars / 1e6:.2f} M chars "
           f"in {elapsed:.1f} s = {chunks / elapsed:.1f} chunks/s, "
           f"{chars / 3000 / elapsed:.2f} page-equivalents/s (3,000 chars a page)")
-    print(f"ingest PDFs only (parse+chunk+embed, no store): {pdf_pages} pages in {pdf_time:.1f} s "
-          f"= {pdf_pages / pdf_time:.2f} pages/s")
 
-    # 2. Grow to N chunks with perturbed copies of the corpus chunks.
-    rng = np.random.default_rng(0)
-    base = list(Chunk.objects.select_related("document").order_by("pk"))
-    got = store.collection(store.CHUNKS).get(ids=[str(c.pk) for c in base], include=["embeddings"])
-    base_vectors = dict(zip((int(i) for i in got["ids"]), np.asarray(got["embeddings"], dtype=np.float32)))
-    needed = args.chunks - len(base)
-    copies = [(base[i % len(base)], base[int(rng.integers(0, len(base)))]) for i in range(needed)]
-    texts = [_perturb(c.text, rng, donor.text) for c, donor in copies]
-    # Embedding all of them on 2 cores takes ~45 min, so a sample is embedded for real to
-    # measure throughput and how far a perturbed chunk's vector moves; the rest get the
-    # original vector moved by noise of that size.
-    sample = min(args.embed_sample, needed)
+    # 2. Grow to N chunks with real text from disk, chunked and embedded like a manual.
+    needed = args.chunks - chunks
+    extra: list[tuple[str, object]] = []  # (file name, ChunkDraft)
     t = time.perf_counter()
-    real = embed([context_text(c.document.title, c.section, x) for (c, _), x in zip(copies[:sample], texts)])
-    embed_s = time.perf_counter() - t
-    cosines = np.einsum("ij,ij->i", real, np.stack([base_vectors[c.pk] for c, _ in copies[:sample]]))
-    print(f"embedding throughput: {sample} chunks in {embed_s:.1f} s = {sample / embed_s:.1f} chunks/s "
-          f"(so {args.chunks} chunks would take {args.chunks / (sample / embed_s) / 60:.0f} min); "
-          f"perturbed-vs-original cosine mean {cosines.mean():.3f}")
-    target = float(cosines.mean())
-    sigma = np.sqrt((1 / target**2 - 1) / 384)  # E[cos] of v + N(0, sigma^2 I), |v| = 1
-    synthetic = np.stack([base_vectors[c.pk] for c, _ in copies[sample:]])
-    synthetic = synthetic + rng.normal(0, sigma, synthetic.shape).astype(np.float32)
-    synthetic /= np.linalg.norm(synthetic, axis=1, keepdims=True)
-    vectors = np.concatenate([real, synthetic]) if needed > sample else real
+    for name, text in _real_texts(args.text_roots, limit_chars=needed * 1500):
+        parsed = parse_bytes(Path(name).name, text.encode(), "text")
+        extra.extend((name, c) for c in chunk_blocks(parsed.blocks, token_counts, CHUNKING))
+        if len(extra) >= needed:
+            break
+    extra = extra[:needed]
+    print(f"real text from {', '.join(map(str, args.text_roots))}: {len(extra)} chunks "
+          f"({sum(len(c.text) for _, c in extra) / 1e6:.1f} M chars) parsed and chunked in "
+          f"{time.perf_counter() - t:.1f} s")
+    vectors = _embed_with_cache([context_text(Path(n).name, c.section, c.text) for n, c in extra],
+                                args.cache)
     t = time.perf_counter()
     per_doc = 1000
-    for start in range(0, needed, per_doc):
-        part = copies[start : start + per_doc]
-        source = part[0][0].document
+    for start in range(0, len(extra), per_doc):
+        part = extra[start : start + per_doc]
         with transaction.atomic():
             document = Document.objects.create(
-                title=f"Synthetic {start // per_doc}", filename=f"synthetic-{start}.md", kind="markdown",
-                vendor=source.vendor, hardware=source.hardware, category=source.category,
-                content_hash=f"synthetic-{start}", size_bytes=0, stored_path="", status="ready")
+                title=f"Real text {start // per_doc}", filename=f"text-{start}.txt", kind="text",
+                vendor="", hardware=["generic"], category="general-optimization",
+                content_hash=f"text-{start}", size_bytes=0, stored_path="", status="ready")
             rows = Chunk.objects.bulk_create([
-                Chunk(document=document, ordinal=i, text=texts[start + i], section=c.section, page=c.page)
-                for i, (c, _) in enumerate(part)])
+                Chunk(document=document, ordinal=i, text=c.text, section=c.section[:1000], page=None)
+                for i, (_, c) in enumerate(part)])
             store.add(store.CHUNKS, [str(r.pk) for r in rows], vectors[start : start + len(rows)],
-                      [{"document_id": document.pk, "document": document.title, "vendor": document.vendor,
-                        "hardware": document.hardware, "category": document.category,
-                        "page": r.page, "section": r.section} for r in rows],
+                      [{"document_id": document.pk, "document": document.title, "vendor": "",
+                        "hardware": ["generic"], "category": document.category,
+                        "section": r.section[:500], "team_id": -1, "shared": True} for r in rows],
                       [r.text for r in rows])
-    print(f"stored {needed} synthetic chunks (DB + Chroma HNSW) in {time.perf_counter() - t:.1f} s; "
+    print(f"stored {len(extra)} real chunks (DB + Chroma HNSW) in {time.perf_counter() - t:.1f} s; "
           f"total chunks {Chunk.objects.count()}, vectors {store.count(store.CHUNKS)}")
 
     _measure_queries(args)
@@ -273,7 +424,14 @@ def main() -> None:
     s.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     s.add_argument("--chunks", type=int, default=50_000)
     s.add_argument("--queries", type=int, default=200)
-    s.add_argument("--embed-sample", type=int, default=1000)
+    s.add_argument("--text-roots", type=Path, nargs="+",
+                   default=[Path("/usr/share/doc"), Path(sys.prefix) / "lib"])
+    s.add_argument("--cache", type=Path, default=Path(os.environ.get("KB_BENCH_CACHE", "/tmp/kb-bench-vectors")))
+    p = sub.add_parser("pdf")
+    p.add_argument("pdfs", nargs="*")
+    p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    d = sub.add_parser("diagnostics")
+    d.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     lat = sub.add_parser("latency")
     lat.add_argument("data_dir", type=Path, help="the data dir a `scale` run printed")
     lat.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -281,6 +439,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "variants":
         run_variants(args.corpus, args.only)
+    elif args.mode == "pdf":
+        run_pdf(args)
+    elif args.mode == "diagnostics":
+        run_diagnostics(args)
     elif args.mode == "latency":
         run_latency(args)
     else:

@@ -81,7 +81,7 @@ class KnowledgeContextProvider:
                                     categories=categories, k=k)
         ]
         if self.skills and query.strip():
-            from knowledge.skills import skill_text
+            from knowledge.skills import skill_effect, skill_text
 
             for skill, score in skill_search(query, scope=self.scope, hardware=hardware,
                                              k=self.skills):
@@ -89,9 +89,16 @@ class KnowledgeContextProvider:
                     text=skill_text(skill), document=f"skill: {skill.title}", score=score,
                     section=skill.family, kind="skill",
                     metadata={"skill_id": skill.pk, "hardware": skill.hardware,
-                              "transformation": skill.transformation},
+                              "transformation": skill.transformation,
+                              **skill_effect(skill)},
                 ))
         return passages
+
+    def skill_priors(self, families, hardware: str = "") -> list:
+        """The search's door to skills as priors (search_engine.search.skill_priors)."""
+        from knowledge.selectors import skill_priors
+
+        return skill_priors(scope=self.scope, families=families, hardware=hardware)
 
     def retrieve_for_node(self, *, problem: str = "", diagnosis: Any = None,
                           errors: list[str] | None = None, hardware: str | None = None,

@@ -56,3 +56,75 @@ def recall_at_k(questions: list[dict], search: Callable[[str], list[str]]) -> tu
     """(recall, ids of the questions missed); `search` returns the top-k chunk texts."""
     missed = [q["id"] for q in questions if not evidence_hit(q, search(q["question"]))]
     return 1 - len(missed) / len(questions), missed
+
+
+# --- diagnostics-keyed retrieval ----------------------------------------------------------
+# Search-tree nodes in a state where one passage of the labelled corpus is what the next
+# kernel needs: (family, target, status, bottleneck class, evidence phrases of that passage).
+NODE_CASES = [
+    ("softmax", "mi300x", "correct", "memory", ["peak memory bandwidth of the GPU is 5.3 TB per second"]),
+    ("layernorm", "h100", "correct", "memory", ["Maximizing memory throughput involves coalescing memory",
+                                                "accessed via 32-, 64-, or 128-byte transactions"]),
+    ("matmul", "h200", "correct", "memory", ["usually significantly improves the L2 utilization",
+                                             "rearrange the grid to be `(m // mt, n, mt)`"]),
+    ("matmul", "h200", "correct", "compute", ["`M` is divisible by 64",
+                                              "`N` is divisible by 8 and not greater than 256"]),
+    ("matmul", "mi300x", "correct", "compute", ["For kernels with a single GEMM, set to ``2``."]),
+    ("matmul", "mi300x", "correct", "occupancy", ["each Execution Unit (EU) has 512 available",
+                                                  "it will be rounded up to 176"]),
+    ("matmul", "h100", "incorrect", "", ["only the first 10 bits of the input",
+                                         "TF32 tensor cores are disabled for matrix multiplications and enabled for"]),
+    ("softmax", "h100", "runtime_error", "", [":code:`TRITON_INTERPRET` to :code:`1`",
+                                              "bypass compilation and be simulated by the interpreter"]),
+]
+
+
+def plain_query(family: str) -> str:
+    """What a session without diagnostics would ask: the operator alone."""
+    return f"How do I write a faster {family} kernel in Triton?"
+
+
+def node_view(status: str, bottleneck: str):
+    from search_engine.synthesis.base import NodeView
+
+    diagnostics = {"bottleneck": {"class": f"{bottleneck}-bound"}} if bottleneck else {}
+    return NodeView(id=1, source="", origin={"transformation": "tile"}, status=status,
+                    diagnostics=diagnostics, coverage=1.0 if status == "correct" else None)
+
+
+def node_retrieval(provider, case, *, keyed: bool, k: int = 4) -> tuple[str, list]:
+    """(query, passages) for one case: keyed on the node's diagnosis, hardware and the
+    categories the search loop asks for, or the plain query with no filters. k = 4 is the
+    search loop's context_k."""
+    from search_engine.hardware import get_target
+    from search_engine.search.loop import context_query
+
+    family, target, status, bottleneck, _ = case
+    if not keyed:
+        query = plain_query(family)
+        return query, list(provider.retrieve(query, k=k))
+    query, categories = context_query(node_view(status, bottleneck), family, get_target(target))
+    return query, list(provider.retrieve(query, hardware=target, categories=categories, k=k))
+
+
+def prompt_has_passage(prompt: str, case) -> bool:
+    return evidence_hit({"evidence": case[4]}, [prompt])
+
+
+def needed_section(case, section_levels: int = 2) -> str:
+    """The "document § section" line a prompt names when it carries a passage of the
+    section that holds the case's evidence (its first `section_levels` headings)."""
+    from knowledge.models import Chunk
+
+    for chunk in Chunk.objects.select_related("document").iterator():
+        if evidence_hit({"evidence": case[4]}, [chunk.text]):
+            section = " > ".join(chunk.section.split(" > ")[:section_levels])
+            return f"{chunk.document.title}" + (f" § {section}" if section else "")
+    raise LookupError(f"no indexed chunk holds the evidence of {case[:4]}")
+
+
+def prompt_has_section(prompt: str, needed: str) -> bool:
+    """`needed` from needed_section; page numbers between title and section are skipped."""
+    title, _, section = needed.partition(" § ")
+    lines = [line for line in prompt.splitlines() if title in line]
+    return any(not section or f"§ {section}" in line for line in lines)

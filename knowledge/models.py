@@ -38,6 +38,11 @@ class Document(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     progress = models.PositiveSmallIntegerField(default=0)  # 0-100
     message = models.TextField(blank=True)
+    # What indexing has done so far, for long documents: stage, pages_done/pages_total,
+    # chunks_done/chunks_total, chunks_reused, eta_s, failed_pages [[page, why], ...].
+    progress_detail = models.JSONField(default=dict, blank=True)
+    # Set by document_cancel; indexing stops at its next progress report.
+    cancel_requested = models.BooleanField(default=False)
     chunk_count = models.PositiveIntegerField(default=0)
     embedding_model = models.CharField(max_length=100, blank=True)
     uploaded_by = models.ForeignKey(
@@ -81,6 +86,9 @@ class Chunk(models.Model):
     section = models.CharField(max_length=1000, blank=True)
     page = models.PositiveIntegerField(null=True, blank=True)
     token_count = models.PositiveIntegerField(default=0)
+    # SHA-256 of exactly what was embedded (heading context + text): a re-index reuses the
+    # vector of a chunk whose hash and model are unchanged instead of embedding it again.
+    content_hash = models.CharField(max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["document_id", "ordinal"]
@@ -111,9 +119,18 @@ class Skill(models.Model):
     observations = models.PositiveIntegerField(default=1)  # successful steps merged into it
     sessions = models.JSONField(default=list, blank=True)  # ids of the sessions it came from
     source_nodes = models.JSONField(default=list, blank=True)
+    shape_class = models.CharField(max_length=100, blank=True)  # e.g. "rows:len2^10:n2^8"
     helped_count = models.PositiveIntegerField(default=0)
     not_helped_count = models.PositiveIntegerField(default=0)
+    # Mean of node speedup / parent speedup over the measured uses (0 for a failed node).
+    gain_mean = models.FloatField(null=True, blank=True)
+    gain_uses = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
     retired = models.BooleanField(default=False)
+    retired_automatically = models.BooleanField(default=False)
+    retired_reason = models.CharField(max_length=500, blank=True)
+    # A reviewer restored it: only uses after this count towards retiring it again.
+    restored_at = models.DateTimeField(null=True, blank=True)
     team = models.ForeignKey(
         "teams.Team", null=True, blank=True, on_delete=models.SET_NULL, related_name="kb_skills"
     )
@@ -134,3 +151,27 @@ class Skill(models.Model):
     @property
     def help_rate(self) -> float | None:
         return self.helped_count / self.uses if self.uses else None
+
+
+class SkillUse(models.Model):
+    """One node a skill shaped in a later session, and whether it beat its parent."""
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="uses_record")
+    session = models.ForeignKey("optimization.SearchSession", null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="skill_uses")
+    node_id = models.CharField(max_length=32, blank=True)
+    helped = models.BooleanField()
+    gain = models.FloatField(null=True, blank=True)  # node speedup / parent speedup
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            # A session that finishes again (resumed) does not count its nodes twice.
+            models.UniqueConstraint(fields=["skill", "session", "node_id"],
+                                    condition=Q(session__isnull=False),
+                                    name="kb_skill_use_once_per_node"),
+        ]
+
+    def __str__(self) -> str:
+        return f"skill {self.skill_id} at {self.session_id}:{self.node_id}"

@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from kernelhub.teams.selectors import team_ids_for_user
-from knowledge.models import Chunk, Document, Skill
+from knowledge.models import Chunk, Document, Skill, SkillUse
 
 if TYPE_CHECKING:
     from knowledge.retrieval import RetrievedChunk
@@ -160,6 +160,31 @@ def skill_search(query: str, *, scope: KnowledgeScope, hardware: str | None = No
     hits = [(int(id_.removeprefix("skill-")), score) for id_, score in hits if score >= min_similarity]
     skills = active.in_bulk([skill_id for skill_id, _ in hits])  # the database has the last word
     return [(skills[i], score) for i, score in hits if i in skills]
+
+
+def skill_priors(*, scope: KnowledgeScope, families, hardware: str = "") -> list:
+    """Active skills in scope for these operator families and this hardware (or generic), as
+    the search's priors (search_engine.search.skill_priors.SkillPrior), best first."""
+    from search_engine.search.skill_priors import rank
+    from knowledge.skills import skill_prior
+
+    names = {str(f).lower() for f in families if f}
+    hardware = (hardware or "").lower()
+    skills = Skill.objects.filter(scope.q(), retired=False, family__in=names).filter(
+        Q(hardware=hardware) | Q(hardware__in=["", "generic"]))
+    return rank([skill_prior(s) for s in skills.order_by("pk")], "")
+
+
+def skill_use_list(skill: Skill, *, scope: KnowledgeScope, limit: int = 50) -> list[SkillUse]:
+    """The skill's latest uses in later sessions (its record on the skill page). A shared
+    skill is used by other teams too: their sessions count but are not named
+    (`session_visible` False)."""
+    uses = list(skill.uses_record.select_related("session", "session__problem")[:limit])
+    for use in uses:
+        team_id = use.session.team_id if use.session is not None else None
+        use.session_visible = use.session is not None and (
+            scope.everything or team_id in scope.team_ids)
+    return uses
 
 
 # --- the dashboard's summary ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from pathlib import Path, PurePath
 from typing import Any, Callable, Iterable
 
@@ -21,13 +22,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge import store
-from knowledge.embeddings import MODEL_NAME, embed
+from knowledge.embeddings import embed, model_id
 from knowledge.errors import KnowledgeInputError
 from knowledge.filetypes import detect_kind, kind_for_name
-from knowledge.ingestion import PreparedDocument, prepare
-from knowledge.models import GENERIC_HARDWARE, Category, Chunk, Document, Skill
+from knowledge.ingestion import IngestProgress, PreparedDocument, prepare
+from knowledge.models import GENERIC_HARDWARE, Category, Chunk, Document, Skill, SkillUse
 from kernelhub.teams.selectors import user_can
-from knowledge.selectors import NO_TEAM, document_find_duplicate
+from knowledge.selectors import NO_TEAM, KnowledgeScope, document_find_duplicate
 from knowledge.skills import MERGE_SIMILARITY, SkillDraft, skill_drafts, skill_metadata, skill_text, skill_title
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,8 @@ def _require(user, team, action: str, what: str) -> None:
     if user_may(user, team, action):
         return
     where = f"team {team.name!r}" if team is not None else "rows no team owns (superusers only)"
-    need = "an admin" if action == "manage" else "an engineer or admin"
+    need = {"manage": "an admin", "review": "a reviewer, engineer or admin"}.get(
+        action, "an engineer or admin")
     raise PermissionDenied(f"{what} in {where} needs {need} role.")
 
 
@@ -155,21 +157,55 @@ def _set_progress(document_id: int, progress: int, message: str, **fields: Any) 
     )
 
 
+class IngestCancelled(Exception):
+    """document_cancel asked indexing to stop."""
+
+
+# Progress rows are written at most this often (and at every stage change); each write
+# also notices a cancel request.
+PROGRESS_INTERVAL_S = 0.5
+
+
+def _progress_writer(document_id: int) -> Callable[[IngestProgress], None]:
+    last = {"at": 0.0, "stage": ""}
+
+    def report(progress: IngestProgress) -> None:
+        now = time.monotonic()
+        if progress.stage == last["stage"] and now - last["at"] < PROGRESS_INTERVAL_S:
+            return
+        last.update(at=now, stage=progress.stage)
+        written = Document.objects.filter(pk=document_id, cancel_requested=False).update(
+            progress=progress.percent(), message=progress.message(),
+            progress_detail=progress.to_dict(), updated_at=timezone.now(),
+        )
+        if not written:
+            raise IngestCancelled()
+
+    return report
+
+
 def document_process(document_id: int) -> Document:
     """Parse, chunk, embed and index a pending document; on bad content mark it failed.
 
-    Either all of its chunks are in the database and Chroma, or none are.
+    Either all of its chunks are in the database and Chroma, or none are. Pages that
+    cannot be read are listed on the document; the others are indexed. A cancel request
+    (document_cancel) stops it at the next progress report and keeps nothing new.
     """
     document = Document.objects.get(pk=document_id)
-    _set_progress(document.pk, 1, "Starting", status=Document.Status.PROCESSING)
+    if document.cancel_requested:
+        return _mark_cancelled(document)
+    _set_progress(document.pk, 1, "Starting", status=Document.Status.PROCESSING,
+                  progress_detail={"stage": "starting"})
     try:
         data = _stored_file(document).read_bytes()
         prepared = prepare(
             document.filename, data, document.kind, max_pdf_pages=settings.KB_MAX_PDF_PAGES,
-            progress=lambda pct, msg: _set_progress(document.pk, pct, msg),
+            report=_progress_writer(document.pk), known_vectors=_known_vectors(document),
         )
         _set_progress(document.pk, 92, "Storing vectors")
         _replace_chunks(document, prepared)
+    except IngestCancelled:
+        return _mark_cancelled(document)
     except Exception as exc:
         message = str(exc) if isinstance(exc, KnowledgeInputError) else (
             f"{document.filename}: indexing failed ({type(exc).__name__}: {exc})"
@@ -180,10 +216,64 @@ def document_process(document_id: int) -> Document:
         _stored_file(document).unlink(missing_ok=True)
         document.refresh_from_db()
         return document
-    _set_progress(document.pk, 100, f"Indexed {len(prepared.chunks)} chunks",
-                  status=Document.Status.READY, indexed_at=timezone.now())
+    _set_progress(document.pk, 100, _indexed_message(prepared), status=Document.Status.READY,
+                  indexed_at=timezone.now(), progress_detail=_final_detail(prepared))
     document.refresh_from_db()
     return document
+
+
+def _indexed_message(prepared: PreparedDocument) -> str:
+    text = f"Indexed {len(prepared.chunks)} chunks"
+    if prepared.reused:
+        text += f" ({prepared.reused} unchanged, not embedded again)"
+    if prepared.failed_pages:
+        pages = ", ".join(str(page) for page, _ in prepared.failed_pages[:20])
+        more = "…" if len(prepared.failed_pages) > 20 else ""
+        text += (f"; {len(prepared.failed_pages)} page(s) could not be read and are not "
+                 f"searchable: {pages}{more} ({prepared.failed_pages[0][1]})")
+    return text
+
+
+def _final_detail(prepared: PreparedDocument) -> dict:
+    return {"stage": "done", "pages_total": prepared.pages, "chunks_total": len(prepared.chunks),
+            "chunks_done": len(prepared.chunks), "chunks_reused": prepared.reused,
+            "failed_pages": [list(p) for p in prepared.failed_pages]}
+
+
+def _mark_cancelled(document: Document) -> Document:
+    """Stop where it was: a first indexing keeps nothing (the file goes too, so the same
+    file may be uploaded again); a re-index keeps the chunks it had."""
+    had_chunks = document.chunks.exists()
+    status = Document.Status.READY if had_chunks else Document.Status.FAILED
+    _set_progress(document.pk, 100, "Indexing cancelled" + ("; the previous index is kept" if had_chunks else ""),
+                  status=status, cancel_requested=False,
+                  progress_detail={"stage": "cancelled"})
+    if not had_chunks:
+        _stored_file(document).unlink(missing_ok=True)
+    document.refresh_from_db()
+    return document
+
+
+def document_cancel(document: Document, *, user=None) -> Document:
+    """Ask a waiting or running indexing to stop (it does at its next progress report)."""
+    _require(user, document.team, "upload", "Cancelling indexing")
+    if document.is_finished:
+        raise KnowledgeInputError("This document is not being indexed; there is nothing to cancel.")
+    Document.objects.filter(pk=document.pk).update(cancel_requested=True,
+                                                   message="Cancelling…", updated_at=timezone.now())
+    document.refresh_from_db()
+    return document
+
+
+def _known_vectors(document: Document) -> dict[str, Any]:
+    """chunk hash -> stored vector, for the document's chunks made by the current model."""
+    if document.embedding_model != model_id():
+        return {}
+    rows = dict(document.chunks.exclude(content_hash="").values_list("pk", "content_hash"))
+    if not rows:
+        return {}
+    got = store.collection(store.CHUNKS).get(ids=[str(pk) for pk in rows], include=["embeddings"])
+    return {rows[int(id_)]: vector for id_, vector in zip(got["ids"], got["embeddings"])}
 
 
 def _chunk_metadata(document: Document, chunk: Chunk) -> dict[str, Any]:
@@ -212,8 +302,8 @@ def _replace_chunks(document: Document, prepared: PreparedDocument) -> None:
             document.chunks.all().delete()
             chunks = Chunk.objects.bulk_create([
                 Chunk(document=document, ordinal=c.ordinal, text=c.text, section=c.section[:1000],
-                      page=c.page, token_count=c.tokens)
-                for c in prepared.chunks
+                      page=c.page, token_count=c.tokens, content_hash=digest)
+                for c, digest in zip(prepared.chunks, prepared.hashes)
             ])
             document.title = prepared.title if document.title == PurePath(document.filename).stem else document.title
             new_ids = [str(c.pk) for c in chunks]
@@ -221,7 +311,7 @@ def _replace_chunks(document: Document, prepared: PreparedDocument) -> None:
                       [_chunk_metadata(document, c) for c in chunks], [c.text for c in chunks])
             Document.objects.filter(pk=document.pk).update(
                 title=document.title, pages=prepared.pages, chunk_count=len(chunks),
-                embedding_model=MODEL_NAME,
+                embedding_model=model_id(),
             )
     except BaseException:
         store.delete(store.CHUNKS, ids=new_ids)  # vectors of the rolled-back rows
@@ -299,15 +389,56 @@ def document_assign_team(*, document: Document, team, user) -> Document:
     return document
 
 
+def document_replace_file(document: Document, *, data: bytes, user=None) -> Document:
+    """A new version of a document's file: re-index it now, embedding only the chunks whose
+    text changed (the others keep their vectors). Bad content raises KnowledgeInputError
+    and leaves the document, its file and its chunks as they were."""
+    _require(user, document.team, "upload", "Replacing documents")
+    if document.status != Document.Status.READY:
+        raise KnowledgeInputError("Only an indexed document can get a new version.")
+    document_check_size(document.filename, len(data))
+    kind = detect_kind(document.filename, data[:4096])
+    if kind != "pdf" and not data.strip():
+        raise KnowledgeInputError(f"{document.filename}: the file is empty.")
+    content_hash = hashlib.sha256(data).hexdigest()
+    if content_hash == document.content_hash:
+        return document
+    _refuse_duplicate(document.filename, content_hash, document.team)
+    prepared = prepare(document.filename, data, kind, max_pdf_pages=settings.KB_MAX_PDF_PAGES,
+                       known_vectors=_known_vectors(document))
+    old_path = _stored_file(document)
+    stored_path = f"knowledge/files/{document.pk}-{content_hash[:16]}{PurePath(document.filename).suffix.lower()}"
+    new_path = settings.KERNELHUB_DATA_DIR / stored_path
+    new_path.write_bytes(data)
+    try:
+        with transaction.atomic():
+            Document.objects.filter(pk=document.pk).update(
+                content_hash=content_hash, size_bytes=len(data), kind=kind,
+                stored_path=stored_path, indexed_at=timezone.now(),
+                message=_indexed_message(prepared), progress_detail=_final_detail(prepared))
+            document.refresh_from_db()
+            _replace_chunks(document, prepared)
+    except BaseException:
+        if new_path != old_path:
+            new_path.unlink(missing_ok=True)
+        raise
+    if old_path != _stored_file(document):
+        old_path.unlink(missing_ok=True)
+    document.refresh_from_db()
+    return document
+
+
 def documents_reindex(*, document_ids: list[int] | None = None,
                       output: Callable[[str], None] = lambda line: None,
                       user=None) -> tuple[int, int]:
     """Re-chunk and re-embed indexed documents (after a model or chunking change); the
     vectors get the current metadata (team, sharing) too.
 
-    With no `document_ids` (all documents) the chunk collection is rebuilt from scratch,
-    so vectors of another model or of chunks that no longer exist do not linger; only the
-    system or a superuser does that. A user re-indexes documents of teams where they may
+    Only what changed is embedded again: a chunk whose text, heading context and model
+    are unchanged (same content hash, document.embedding_model == model_id()) keeps its
+    vector. With no `document_ids` (all documents) every vector without a chunk row is
+    dropped afterwards, so vectors of another model or of chunks that no longer exist do
+    not linger; only the system or a superuser does that. A user re-indexes documents of teams where they may
     upload; naming any other document refuses the whole run before anything changes.
     Returns (documents, chunks).
     """
@@ -319,14 +450,13 @@ def documents_reindex(*, document_ids: list[int] | None = None,
         selected = selected.filter(pk__in=document_ids)
         for document in selected.select_related("team"):
             _require(user, document.team, "upload", "Re-indexing documents")
-    if document_ids is None:
-        store.drop(store.CHUNKS)
     documents = chunks = 0
     for document in selected:
         try:
             data = _stored_file(document).read_bytes()
             prepared = prepare(document.filename, data, document.kind,
-                               max_pdf_pages=settings.KB_MAX_PDF_PAGES)
+                               max_pdf_pages=settings.KB_MAX_PDF_PAGES,
+                               known_vectors=_known_vectors(document))
             _replace_chunks(document, prepared)
         except (OSError, KnowledgeInputError) as exc:
             output(f"FAILED {document.filename}: {exc}")
@@ -337,8 +467,19 @@ def documents_reindex(*, document_ids: list[int] | None = None,
         documents += 1
         chunks += len(prepared.chunks)
         Document.objects.filter(pk=document.pk).update(indexed_at=timezone.now())
-        output(f"reindexed {document.filename}: {len(prepared.chunks)} chunks")
+        output(f"reindexed {document.filename}: {len(prepared.chunks)} chunks, "
+               f"{len(prepared.chunks) - prepared.reused} embedded")
+    if document_ids is None:
+        _drop_stray_vectors()
     return documents, chunks
+
+
+def _drop_stray_vectors() -> None:
+    """Vectors with no chunk row (another model's leftovers, crashed writes) go."""
+    target = store.collection(store.CHUNKS)
+    ids = target.get(include=[])["ids"]
+    known = {str(pk) for pk in Chunk.objects.values_list("pk", flat=True)}
+    store.delete(store.CHUNKS, ids=[i for i in ids if i not in known])
 
 
 # --- skills ----------------------------------------------------------------------------------
@@ -396,6 +537,7 @@ def distill_session_skills(nodes: list[dict[str, Any]], session_id: Any = None, 
             speedup_mean=draft.speedup, speedup_best=draft.speedup, advantage_mean=draft.advantage,
             observations=1, sessions=[draft.session] if draft.session else [],
             source_nodes=[f"{draft.session}:{draft.node}"], team=team,
+            shape_class=draft.shape_class[:100],
         )
         with transaction.atomic():
             skill = _similar_skill(draft, skill_text(candidate), team)
@@ -413,6 +555,9 @@ def _merge(skill: Skill, draft: SkillDraft) -> None:
     n = skill.observations
     skill.speedup_mean = (skill.speedup_mean * n + draft.speedup) / (n + 1)
     skill.advantage_mean = (skill.advantage_mean * n + draft.advantage) / (n + 1)
+    if draft.speedup > skill.speedup_best:  # the search reuses the best step's parameters
+        skill.params = draft.params
+        skill.shape_class = draft.shape_class[:100] or skill.shape_class
     skill.speedup_best = max(skill.speedup_best, draft.speedup)
     skill.observations = n + 1
     if draft.session and draft.session not in skill.sessions:
@@ -424,13 +569,80 @@ def _merge(skill: Skill, draft: SkillDraft) -> None:
     skill.save()
 
 
-def skill_record_outcome(skill_id: int, helped: bool) -> Skill:
-    """Count one use of a retrieved skill: it helped (the step improved) or it did not."""
-    field = "helped_count" if helped else "not_helped_count"
-    updated = Skill.objects.filter(pk=skill_id).update(**{field: F(field) + 1})
-    if not updated:
-        raise Skill.DoesNotExist(f"skill {skill_id} does not exist")
-    return Skill.objects.get(pk=skill_id)
+# A skill whose last this many uses (since a reviewer last restored it) all failed to beat
+# their parent is retired automatically.
+RETIRE_AFTER_FAILURES = 5
+
+
+def skill_record_outcome(skill_id: int, helped: bool, *, gain: float | None = None,
+                         session=None, node_id: str = "") -> Skill:
+    """Count one use of a skill: the node it shaped beat its parent (`helped`) or not, by
+    `gain` (node speedup / parent speedup). With a `session` and `node_id` the use is
+    recorded once per node (a session finishing again counts nothing twice). A skill that
+    keeps failing is retired automatically (`RETIRE_AFTER_FAILURES`)."""
+    with transaction.atomic():
+        skill = Skill.objects.select_for_update().filter(pk=skill_id).first()
+        if skill is None:
+            raise Skill.DoesNotExist(f"skill {skill_id} does not exist")
+        if session is not None and SkillUse.objects.filter(
+                skill=skill, session=session, node_id=str(node_id)).exists():
+            return skill
+        SkillUse.objects.create(skill=skill, session=session, node_id=str(node_id),
+                                helped=bool(helped), gain=gain)
+        field = "helped_count" if helped else "not_helped_count"
+        changes: dict[str, Any] = {field: F(field) + 1, "last_used_at": timezone.now()}
+        if gain is not None:
+            count = skill.gain_uses
+            changes.update(gain_uses=count + 1,
+                           gain_mean=((skill.gain_mean or 0.0) * count + gain) / (count + 1))
+        Skill.objects.filter(pk=skill.pk).update(**changes)
+        skill.refresh_from_db()
+        if not skill.retired and _keeps_failing(skill):
+            _retire_automatically(skill)
+    return skill
+
+
+def _keeps_failing(skill: Skill) -> bool:
+    recent = SkillUse.objects.filter(skill=skill)
+    if skill.restored_at is not None:
+        recent = recent.filter(created_at__gt=skill.restored_at)
+    last = list(recent.order_by("-created_at", "-pk").values_list("helped", flat=True)
+                [:RETIRE_AFTER_FAILURES])
+    return len(last) == RETIRE_AFTER_FAILURES and not any(last)
+
+
+def _retire_automatically(skill: Skill) -> None:
+    skill.retired, skill.retired_automatically = True, True
+    skill.retired_reason = (f"retired automatically: its last {RETIRE_AFTER_FAILURES} uses "
+                            "did not beat their parent")
+    skill.save(update_fields=["retired", "retired_automatically", "retired_reason", "updated_at"])
+    _audit(team=skill.team, user=None, action="skill_auto_retired", target=skill,
+           details={"title": skill.title, "reason": skill.retired_reason,
+                    "helped": skill.helped_count, "not_helped": skill.not_helped_count})
+    _skill_index(skill)
+
+
+def session_record_skill_use(session, nodes: list[dict[str, Any]]) -> list[SkillUse]:
+    """Score the skills that shaped a finished (or cancelled) session's nodes: one use per
+    node, helped when it beat its parent (search_engine.search.skill_priors.skill_uses).
+    Skills since deleted, or another team's, are skipped. Returns the new uses."""
+    from search_engine.search.skill_priors import skill_uses
+
+    uses = [u for u in skill_uses(nodes) if u.skill_id.isdigit()]
+    visible = set(Skill.objects.filter(
+        pk__in={int(u.skill_id) for u in uses}).filter(
+        KnowledgeScope.for_teams([session.team_id]).q()).values_list("pk", flat=True))
+    recorded = []
+    for use in uses:
+        if int(use.skill_id) not in visible:
+            continue
+        before = SkillUse.objects.filter(skill_id=int(use.skill_id), session=session,
+                                         node_id=use.node_id).exists()
+        skill_record_outcome(int(use.skill_id), use.helped, gain=use.gain, session=session,
+                             node_id=use.node_id)
+        if not before:
+            recorded.append(use)
+    return recorded
 
 
 SKILL_EDITABLE = ("title", "description", "transformation", "params", "family", "hardware",
@@ -452,12 +664,39 @@ def skill_update(skill: Skill, *, user=None, **fields: Any) -> Skill:
 
 def skill_retire(skill: Skill, *, retired: bool = True, user=None) -> Skill:
     """Retired skills stay on record but are no longer retrieved or merged into."""
+    if not retired:
+        return skill_restore(skill, user=user)
     _require(user, skill.team, "upload", "Retiring skills")
     with transaction.atomic():
         skill.retired = retired
-        skill.save(update_fields=["retired", "updated_at"])
+        skill.retired_automatically = False
+        skill.retired_reason = "retired by hand"
+        skill.save(update_fields=["retired", "retired_automatically", "retired_reason",
+                                  "updated_at"])
         _audit(team=skill.team, user=user, action="skill_retired" if retired else "skill_restored",
                target=skill, details={"title": skill.title})
+        _skill_index(skill)
+    return skill
+
+
+def user_may_restore(user, skill: Skill) -> bool:
+    """Reviewers (and engineers, admins) of the skill's team may bring a retired skill back."""
+    return user_may(user, skill.team, "review") or user_may(user, skill.team, "upload")
+
+
+def skill_restore(skill: Skill, *, user=None) -> Skill:
+    """Bring a retired skill back (also one retired automatically); only its uses from now
+    on count towards retiring it again."""
+    if not user_may_restore(user, skill):
+        _require(user, skill.team, "review", "Restoring skills")
+    with transaction.atomic():
+        was_automatic = skill.retired_automatically
+        skill.retired, skill.retired_automatically, skill.retired_reason = False, False, ""
+        skill.restored_at = timezone.now()
+        skill.save(update_fields=["retired", "retired_automatically", "retired_reason",
+                                  "restored_at", "updated_at"])
+        _audit(team=skill.team, user=user, action="skill_restored", target=skill,
+               details={"title": skill.title, "was_retired_automatically": was_automatic})
         _skill_index(skill)
     return skill
 

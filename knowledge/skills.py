@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from search_engine.search.skill_priors import (  # one rule for the search and the knowledge base
+    SkillPrior, integrity_is_clean, is_successful_step, node_bottleneck,
+)
+
+__all__ = ["SkillDraft", "SkillPrior", "integrity_is_clean", "is_successful_step",
+           "skill_drafts", "skill_effect", "skill_prior", "skill_text", "skill_title",
+           "skill_metadata"]
+
 # Cosine similarity above which two skills for the same hardware are the same lesson.
 MERGE_SIMILARITY = 0.9
 
@@ -22,38 +30,12 @@ class SkillDraft:
     advantage: float
     session: str
     node: str
+    shape_class: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.transformation, self.family, self.hardware)
-
-
-def integrity_is_clean(flags: Any) -> bool:
-    """Clean unless a flag taints the result; flags of severity "warning" do not."""
-    for flag in flags or []:
-        severity = flag.get("severity", "hack") if isinstance(flag, dict) else "hack"
-        if severity != "warning":
-            return False
-    return True
-
-
-def is_successful_step(node: dict[str, Any]) -> bool:
-    """Positive TRLOO advantage, a real speedup over eager, correct and untainted."""
-    advantage = node.get("advantage")
-    speedup = node.get("speedup_vs_eager")
-    return (
-        node.get("status", "correct") == "correct"
-        and advantage is not None and advantage > 0
-        and speedup is not None and speedup > 1.0
-        and node.get("parent_id") is not None
-        and integrity_is_clean(node.get("integrity_flags"))
-    )
-
-
-def _bottleneck(node: dict[str, Any] | None) -> str:
-    diagnostics = (node or {}).get("diagnostics") or {}
-    return str(diagnostics.get("bottleneck") or "")
 
 
 def skill_drafts(nodes: list[dict[str, Any]], session_id: Any = None) -> list[SkillDraft]:
@@ -74,12 +56,13 @@ def skill_drafts(nodes: list[dict[str, Any]], session_id: Any = None) -> list[Sk
             description=str(origin.get("description") or ""),
             family=str(node.get("family") or "").lower(),
             hardware=str(node.get("hardware") or "").lower(),
-            bottleneck_before=_bottleneck(parent),
-            bottleneck_after=_bottleneck(node),
+            bottleneck_before=node_bottleneck(parent),
+            bottleneck_after=node_bottleneck(node),
             speedup=float(node["speedup_vs_eager"]),
             advantage=float(node["advantage"]),
             session=str(node.get("session") or node.get("session_id") or session_id or ""),
             node=str(node.get("id")),
+            shape_class=str(origin.get("shape_class") or ""),
         ))
     return drafts
 
@@ -101,7 +84,34 @@ def skill_text(skill) -> str:
         parts.append(f"Bottleneck before: {skill.bottleneck_before}{after}.")
     parts.append(f"Measured speedup vs eager: {skill.speedup_mean:.2f}x mean, "
                  f"{skill.speedup_best:.2f}x best over {skill.observations} step(s).")
+    if skill.uses:
+        parts.append(skill_use_text(skill))
     return " ".join(parts)
+
+
+def skill_use_text(skill) -> str:
+    """Its record in later sessions, in one sentence (prompts and pages)."""
+    gain = "" if skill.gain_mean is None else f", mean gain over the parent {skill.gain_mean:.2f}x"
+    return (f"Reused {skill.uses} time(s) later: beat its parent {skill.helped_count} "
+            f"time(s){gain}.")
+
+
+def skill_effect(skill) -> dict[str, Any]:
+    """Its measured effect, as a prompt shows it (search_engine.synthesis.prompts)."""
+    return {"speedup_mean": round(skill.speedup_mean, 4),
+            "speedup_best": round(skill.speedup_best, 4),
+            "observations": skill.observations, "uses": skill.uses, "helped": skill.helped_count,
+            "gain_mean": None if skill.gain_mean is None else round(skill.gain_mean, 4)}
+
+
+def skill_prior(skill) -> SkillPrior:
+    """A stored skill as the search uses it (search_engine.search.skill_priors)."""
+    return SkillPrior(
+        skill_id=str(skill.pk), transformation=skill.transformation,
+        params=dict(skill.params or {}),
+        family=skill.family, hardware=skill.hardware, shape_class=skill.shape_class,
+        diagnosis=skill.bottleneck_before, speedup=float(skill.speedup_best),
+        uses=skill.uses, helped=skill.helped_count)
 
 
 def skill_metadata(skill) -> dict[str, Any]:

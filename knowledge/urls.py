@@ -10,6 +10,7 @@ urlpatterns = [
     path("documents/<int:pk>/", views.document_detail, name="document_detail"),
     path("documents/<int:pk>/progress/", views.document_progress, name="document_progress"),
     path("documents/<int:pk>/delete/", views.document_delete, name="document_delete"),
+    path("documents/<int:pk>/cancel/", views.document_cancel, name="document_cancel"),
     path("documents/<int:pk>/share/", views.document_share, name="document_share"),
     path("search/", views.search, name="search"),
     path("skills/", views.skill_list, name="skill_list"),

@@ -131,6 +131,18 @@ def document_delete(request, pk: int):
 
 @login_required
 @require_POST
+def document_cancel(request, pk: int):
+    """Stop indexing: it ends at its next progress report (within a second or a batch)."""
+    document = selectors.document_get(scope=_scope(request), document_id=pk)
+    try:
+        services.document_cancel(document, user=request.user)
+    except KnowledgeInputError as exc:
+        messages.error(request, str(exc))
+    return redirect("knowledge:document_detail", pk=pk)
+
+
+@login_required
+@require_POST
 def document_share(request, pk: int):
     document = selectors.document_get(scope=_scope(request), document_id=pk)
     shared = request.POST.get("shared", "1") == "1"
@@ -195,6 +207,7 @@ def skill_list(request):
                                       hardware=hardware)
     return render(request, "knowledge/skill_list.html", {
         "skills": skills, "q": query, "include_retired": include_retired, "hardware": hardware,
+        "retire_after": services.RETIRE_AFTER_FAILURES,
         "mode": request.GET.get("mode", "words"),
     })
 
@@ -216,6 +229,8 @@ def skill_detail(request, pk: int):
     return render(request, "knowledge/skill_detail.html", {
         "skill": skill, "form": form, "can_edit": can_edit,
         "can_share": services.user_may(request.user, skill.team, "manage"),
+        "can_restore": skill.retired and services.user_may_restore(request.user, skill),
+        "uses": selectors.skill_use_list(skill, scope=_scope(request)),
     }, status=400 if request.method == "POST" else 200)
 
 
@@ -224,7 +239,10 @@ def skill_detail(request, pk: int):
 def skill_retire(request, pk: int):
     skill = selectors.skill_get(scope=_scope(request), skill_id=pk)
     retired = request.POST.get("retired", "1") == "1"
-    services.skill_retire(skill, retired=retired, user=request.user)
+    if retired:
+        services.skill_retire(skill, user=request.user)
+    else:  # reviewers too may bring back a skill (one retired automatically, say)
+        services.skill_restore(skill, user=request.user)
     messages.success(request, f"Skill {'retired' if retired else 'restored'}.")
     return redirect("knowledge:skill_detail", pk=pk)
 

@@ -22,14 +22,19 @@ TEXT_PARSERS = {
 }
 
 
-def parse_bytes(name: str, data: bytes, kind: str, *, max_pdf_pages: int = 2000) -> ParsedDocument:
+def parse_bytes(name: str, data: bytes, kind: str, *, max_pdf_pages: int = 2000,
+                on_page=lambda done, total: None) -> ParsedDocument:
+    """`on_page(pages parsed, pages in the file)` is called as PDF pages finish."""
     if kind == "pdf":
         from knowledge.parsing.pdf import parse_pdf
 
-        parsed = parse_pdf(name, data, max_pages=max_pdf_pages)
+        parsed = parse_pdf(name, data, max_pages=max_pdf_pages, on_page=on_page)
     else:
         parsed = TEXT_PARSERS[kind](decode_text(name, data))
     parsed.blocks = [b for b in parsed.blocks if b.text.strip()]
+    if not parsed.blocks and parsed.failed_pages:
+        page, why = parsed.failed_pages[0]
+        raise KnowledgeInputError(f"{name}: no page could be read; page {page}: {why}.")
     if not parsed.blocks:
         hint = " (a scanned PDF without a text layer?)" if kind == "pdf" else ""
         raise KnowledgeInputError(f"{name}: the document contains no text{hint}.")

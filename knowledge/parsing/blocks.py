@@ -21,6 +21,8 @@ class ParsedDocument:
     title: str = ""
     pages: int | None = None  # page count for paged formats
     extra: dict = field(default_factory=dict)
+    # (1-based page, why) of pages that could not be read; the rest is still indexed.
+    failed_pages: list[tuple[int, str]] = field(default_factory=list)
 
 
 class HeadingPath:

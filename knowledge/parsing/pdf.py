@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import selectors
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Callable
 
 from knowledge.errors import KnowledgeInputError
 from knowledge.parsing.blocks import Block, HeadingPath, ParsedDocument
@@ -19,31 +23,94 @@ from knowledge.parsing.blocks import Block, HeadingPath, ParsedDocument
 WORKER = Path(__file__).with_name("pdf_worker.py")
 MEMORY_BYTES = 1536 * 1024 * 1024
 TIMEOUT_S = 300
+# Below this size one process parses the whole file: a second one would cost more to start
+# than it saves. Above it, one worker per core (KB_PDF_WORKERS) each takes every n-th page.
+PARALLEL_MIN_BYTES = 256 * 1024
+PDF_WORKERS = int(os.environ.get("KB_PDF_WORKERS", str(min(4, os.cpu_count() or 1))))
+
+PageProgress = Callable[[int, int], None]  # (pages parsed, pages in the file)
 
 
 def parse_pdf(name: str, data: bytes, *, max_pages: int, timeout_s: float = TIMEOUT_S,
-              memory_bytes: int = MEMORY_BYTES) -> ParsedDocument:
-    result = run_worker(name, data, max_pages=max_pages, timeout_s=timeout_s,
-                        memory_bytes=memory_bytes)
-    return pages_to_document(result["pages"], result.get("outline", []), result.get("title", ""))
+              memory_bytes: int = MEMORY_BYTES, workers: int | None = None,
+              on_page: PageProgress = lambda done, total: None) -> ParsedDocument:
+    if workers is None:
+        workers = PDF_WORKERS if len(data) >= PARALLEL_MIN_BYTES else 1
+    result = run_workers(name, data, max_pages=max_pages, timeout_s=timeout_s,
+                         memory_bytes=memory_bytes, workers=max(1, workers), on_page=on_page)
+    document = pages_to_document(result["pages"], result.get("outline", []), result.get("title", ""))
+    document.failed_pages = [(index + 1, why) for index, why in result["failed"]]
+    return document
 
 
-def run_worker(name: str, data: bytes, *, max_pages: int, timeout_s: float,
-               memory_bytes: int) -> dict:
-    with tempfile.NamedTemporaryFile(suffix=".pdf") as handle:
-        handle.write(data)
-        handle.flush()
-        command = [sys.executable, "-I", str(WORKER), handle.name, str(max_pages),
-                   str(memory_bytes), str(max(1, math.ceil(timeout_s)))]
+def run_workers(name: str, data: bytes, *, max_pages: int, timeout_s: float, memory_bytes: int,
+                workers: int, on_page: PageProgress) -> dict:
+    """Run the workers side by side, report pages as they finish, merge their answers.
+
+    Any exception (a timeout, a progress callback that cancels) kills every worker."""
+    with tempfile.TemporaryDirectory(prefix="kb-pdf-") as folder:
+        source = Path(folder) / "in.pdf"
+        source.write_bytes(data)
+        procs, outputs = [], []
         try:
-            proc = subprocess.run(command, capture_output=True, timeout=timeout_s, text=True)
+            for part in range(workers):
+                outputs.append(open(Path(folder) / f"out-{part}.json", "w+"))
+                command = [sys.executable, "-I", str(WORKER), str(source), str(max_pages),
+                           str(memory_bytes), str(max(1, math.ceil(timeout_s))), str(part),
+                           str(workers)]
+                procs.append(subprocess.Popen(command, stdout=outputs[-1], stderr=subprocess.PIPE,
+                                              text=True))
+            _follow(name, procs, timeout_s, on_page)
+            answers = [_answer(name, proc, out) for proc, out in zip(procs, outputs)]
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                proc.stderr.close()
+            for out in outputs:
+                out.close()
+    return _merge(answers)
+
+
+def _follow(name: str, procs: list, timeout_s: float, on_page: PageProgress) -> None:
+    """Read the workers' "count N" / "page I" lines until all of them exit."""
+    deadline = time.monotonic() + timeout_s
+    total, done = 0, 0
+    with selectors.DefaultSelector() as selector:
+        for proc in procs:
+            selector.register(proc.stderr, selectors.EVENT_READ)
+        open_streams = len(procs)
+        while open_streams:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _too_slow(name, timeout_s)
+            for key, _ in selector.select(timeout=min(left, 1.0)):
+                line = key.fileobj.readline()
+                if not line:
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                elif line.startswith("count "):
+                    total = int(line.split()[1])
+                elif line.startswith("page "):
+                    done += 1
+                    on_page(done, total)
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            raise KnowledgeInputError(
-                f"{name}: parsing the PDF took longer than {timeout_s:g} s; "
-                "the file is too complex or hostile."
-            ) from None
+            raise _too_slow(name, timeout_s) from None
+
+
+def _too_slow(name: str, timeout_s: float) -> KnowledgeInputError:
+    return KnowledgeInputError(f"{name}: parsing the PDF took longer than {timeout_s:g} s; "
+                               "the file is too complex or hostile.")
+
+
+def _answer(name: str, proc, out) -> dict:
+    out.seek(0)
     try:
-        result = json.loads(proc.stdout)
+        result = json.loads(out.read())
     except json.JSONDecodeError:
         # Killed by an rlimit (memory, CPU) or crashed: no JSON came back.
         raise KnowledgeInputError(
@@ -53,6 +120,18 @@ def run_worker(name: str, data: bytes, *, max_pages: int, timeout_s: float,
     if "error" in result:
         raise KnowledgeInputError(f"{name}: {result['error']}")
     return result
+
+
+def _merge(answers: list[dict]) -> dict:
+    count = answers[0]["count"]
+    texts = [""] * count
+    failed = []
+    for answer in answers:
+        for index, text in answer["pages"]:
+            texts[index] = text
+        failed.extend(answer["failed"])
+    return {"pages": texts, "failed": sorted(failed), "outline": answers[0].get("outline", []),
+            "title": answers[0].get("title", "")}
 
 
 def _norm(text: str) -> str:

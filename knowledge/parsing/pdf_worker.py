@@ -4,9 +4,13 @@ Hostile PDFs (decompression bombs, deep page trees, endless content streams) mee
 pypdf's limits here, and the parent adds a wall-clock timeout plus CPU and memory
 rlimits, so the worst a bad file can do is kill this process.
 
-Usage: python pdf_worker.py PATH MAX_PAGES MEMORY_BYTES CPU_SECONDS
-Prints one JSON object: {"pages": [...], "outline": [[title, page_index, depth], ...],
-"title": str} or {"error": str}.
+Usage: python pdf_worker.py PATH MAX_PAGES MEMORY_BYTES CPU_SECONDS [PART PARTS]
+Worker PART of PARTS extracts pages PART, PART + PARTS, ... (several run side by side on
+a long PDF); part 0 also reads the outline and title. Prints one JSON object:
+{"count": N, "pages": [[index, text], ...], "failed": [[index, why], ...],
+"outline": [[title, page_index, depth], ...], "title": str} or {"error": str}, and on
+stderr "count N" then "page I" as each page is done (the parent's progress).
+A page whose text cannot be extracted is listed in "failed"; the others still count.
 """
 
 import json
@@ -35,9 +39,18 @@ def _outline(reader, items, depth, out):
             out.append([str(item.title), page, depth])
 
 
-def extract(path: str, max_pages: int) -> dict:
+def _report(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _page_text(page) -> str:
+    return page.extract_text() or ""
+
+
+def extract(path: str, max_pages: int, part: int = 0, parts: int = 1) -> dict:
     import pypdf
-    from pypdf.errors import FileNotDecryptedError, PdfReadError
+    from pypdf.errors import FileNotDecryptedError, LimitReachedError, PdfReadError
 
     pypdf.overwrite_configuration(
         zlib_maximum_output_length=STREAM_LIMIT,
@@ -61,12 +74,22 @@ def extract(path: str, max_pages: int) -> dict:
     count = len(reader.pages)
     if count > max_pages:
         return {"error": f"the PDF has {count} pages; the limit is {max_pages} (KB_MAX_PDF_PAGES)."}
-    pages = []
-    for page in reader.pages:
+    _report(f"count {count}")
+    pages, failed = [], []
+    for index in range(part, count, parts):
         try:
-            pages.append(page.extract_text() or "")
-        except (FileNotDecryptedError,) as exc:
+            pages.append([index, _page_text(reader.pages[index])])
+        except FileNotDecryptedError as exc:
             return {"error": f"the PDF is encrypted: {exc}"}
+        except LimitReachedError as exc:  # the limit held: only this page is lost
+            failed.append([index, _limit_message(exc)])
+        except (MemoryError, RecursionError):
+            raise  # the process itself is in danger: the whole file is refused (main)
+        except Exception as exc:  # one broken page; the rest of the manual still counts
+            failed.append([index, f"{type(exc).__name__}: {str(exc)[:150]}"])
+        _report(f"page {index}")
+    if part != 0:
+        return {"count": count, "pages": pages, "failed": failed}
     outline = []
     try:
         _outline(reader, reader.outline, 0, outline)
@@ -77,20 +100,25 @@ def extract(path: str, max_pages: int) -> dict:
         title = str((reader.metadata or {}).get("/Title") or "")
     except Exception:
         pass
-    return {"pages": pages, "outline": outline, "title": title}
+    return {"count": count, "pages": pages, "failed": failed, "outline": outline, "title": title}
+
+
+def _limit_message(exc) -> str:
+    return ("exceeds the parser's safety limits (a decompression bomb or hostile "
+            f"structure: {str(exc)[:150]})")
 
 
 def main() -> None:
     path, max_pages, memory_bytes, cpu_seconds = sys.argv[1], *map(int, sys.argv[2:5])
+    part, parts = map(int, sys.argv[5:7]) if len(sys.argv) > 6 else (0, 1)
     _limit(memory_bytes, cpu_seconds)
     sys.setrecursionlimit(5000)
     from pypdf.errors import LimitReachedError
 
     try:
-        result = extract(path, max_pages)
+        result = extract(path, max_pages, part, parts)
     except LimitReachedError as exc:
-        result = {"error": "the PDF exceeds the parser's safety limits (a decompression bomb "
-                  f"or hostile structure: {str(exc)[:150]}); refusing it."}
+        result = {"error": f"the PDF {_limit_message(exc)}; refusing it."}
     except MemoryError:
         result = {"error": "the PDF needs more memory to parse than allowed (hostile or broken?)."}
     except RecursionError:

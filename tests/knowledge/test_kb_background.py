@@ -45,14 +45,12 @@ def test_upload_is_indexed_in_a_background_thread(transactional_db, client, pdfs
 def test_distributed_mode_uses_the_celery_task(kb, settings, monkeypatch,
                                               django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(tasks.ingest_document_task, "delay", lambda pk: sent.append(pk))
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    monkeypatch.setattr(tasks.ingest_document_task, "apply_async",
+                        lambda args, queue: sent.append((args, queue)))
+    settings.KERNELHUB_EXECUTOR = "celery"
     with django_capture_on_commit_callbacks(execute=True):
         tasks.enqueue_ingest(41)
-    assert sent == [41]
-    settings.REDIS_URL = ""
-    assert not tasks.uses_celery()
+    assert sent == [([41], "search")]
 
 
 def test_celery_task_indexes_the_document(kb):
