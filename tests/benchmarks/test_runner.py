@@ -56,7 +56,7 @@ def test_run_one_family_then_report(tmp_path, bench_cli):
 
     strict = document["geomeans"]["strict"]
     assert strict["covered"] == 1 and strict["with_kernel"] == 1
-    assert strict["speedup_vs_compile"] == approx(solved["speedup_vs_compile"])
+    assert abs(strict["speedup_vs_compile"] - solved["speedup_vs_compile"]) <= 5e-4  # rounded
     assert "| l1_023_softmax_fp32 | float32 | smoke |" in proc.stdout  # the table is printed
 
     plot = tmp_path / "plot.png"
