@@ -11,19 +11,11 @@ import logging
 from typing import Any
 
 from search_engine.protocols import ContextPassage
+from search_engine.search.categories import bottleneck_query
 from search_engine.search.categories import unknown as unknown_categories
 
 logger = logging.getLogger(__name__)
 
-# Words that pull the pages a bottleneck needs: a memory-bound kernel wants the memory
-# hierarchy, a compute-bound one the matrix units.
-BOTTLENECK_TERMS = {
-    "memory": "memory bandwidth coalescing global memory L2 cache shared memory vectorized loads",
-    "compute": "compute throughput tensor cores matrix instructions mma FLOPS",
-    "latency": "latency occupancy registers waves pipelining num_stages",
-    "occupancy": "occupancy registers per thread shared memory per block waves",
-    "launch": "kernel launch overhead fusion persistent kernel",
-}
 MAX_ERROR_CHARS = 300
 
 
@@ -34,9 +26,9 @@ def build_query(problem: str = "", diagnosis: Any = None, errors: list[str] | No
         bottleneck = str(diagnosis.get("bottleneck") or "")
         if bottleneck:
             parts.append(f"{bottleneck}-bound kernel")
-            key = next((k for k in BOTTLENECK_TERMS if k in bottleneck.lower()), None)
-            if key:
-                parts.append(BOTTLENECK_TERMS[key])
+            keyed = bottleneck_query(bottleneck)  # the search loop's phrase, one rule
+            if keyed is not None:
+                parts.append(keyed[0])
         for name in ("registers", "spills", "occupancy"):
             if diagnosis.get(name):
                 parts.append(f"{name} {diagnosis[name]}")

@@ -97,6 +97,16 @@ def _stored_file(document: Document) -> Path:
     return settings.KERNELHUB_DATA_DIR / document.stored_path
 
 
+def document_submit(**upload) -> Document:
+    """What the upload page does: store the upload (`document_upload`, same arguments) and
+    index it in the background, wherever `kernelhub.placement` runs ingestion."""
+    from kernelhub import placement  # the project's dispatcher; imported late: it loads Celery
+
+    document = document_upload(**upload)
+    placement.document_ingest(document.pk)
+    return document
+
+
 def document_upload(*, filename: str, data: bytes, category: str, vendor: str = "",
                     hardware: str | Iterable[str] | None = None, title: str = "",
                     user=None, team=None, shared: bool = False) -> Document:

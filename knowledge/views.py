@@ -62,7 +62,7 @@ def document_upload(request):
             if chosen not in teams:
                 raise KnowledgeInputError("Choose the team this document is for.")
             services.document_check_size(upload.name, upload.size)
-            document = services.document_upload(
+            document = services.document_submit(
                 filename=upload.name, data=upload.read(), category=form.cleaned_data["category"],
                 vendor=form.cleaned_data["vendor"], hardware=form.cleaned_data["hardware"],
                 title=form.cleaned_data["title"], user=request.user, team=teams[chosen],
@@ -73,9 +73,6 @@ def document_upload(request):
         except PermissionDenied as exc:  # sharing needs an admin: nothing was stored
             form.add_error("shared", str(exc))
         if document is not None:
-            from knowledge.tasks import enqueue_ingest
-
-            enqueue_ingest(document.pk)
             messages.success(request, f"{document.filename} uploaded; indexing has started.")
             return redirect("knowledge:document_detail", pk=document.pk)
     status = 400 if request.method == "POST" else 200

@@ -33,3 +33,22 @@ def categories_for(need: str) -> list[str]:
 
 def unknown(categories: list[str] | None) -> list[str]:
     return [c for c in categories or [] if c not in CATEGORIES]
+
+
+def bottleneck_query(bottleneck: str, hardware: str = "the GPU",
+                     family: str = "this operator") -> tuple[str, str] | None:
+    """The one retrieval phrase for a bottleneck class ("memory", "compute", "latency",
+    "occupancy"; free text containing one of them) and the need it maps to for
+    `categories_for`; None for another class. The search loop and the knowledge base's
+    `build_query` both key their queries on it."""
+    klass = (bottleneck or "").lower()
+    if "memory" in klass:
+        return (f"memory hierarchy on {hardware}: HBM bandwidth, coalesced and vectorized "
+                f"loads, L2 cache reuse, shared memory", "memory")
+    if "compute" in klass:
+        return (f"compute throughput on {hardware}: tensor cores, tl.dot tiling, software "
+                f"pipelining stages, tf32 and bf16 for {family}", "compute")
+    if "latency" in klass or "occupancy" in klass:
+        return (f"occupancy and latency on {hardware}: warps per block, registers, shared "
+                f"memory per block, grid size and launch overhead for {family}", "occupancy")
+    return None

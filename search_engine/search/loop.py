@@ -129,15 +129,9 @@ def context_query(view: NodeView, family: str, target: HardwareTarget) -> tuple[
     if status == "rejected_lazy" or (view.coverage is not None and view.coverage < 0.5):
         return ("put the real work in your kernel: fuse the computation into your own Triton "
                 "kernel instead of calling torch operators", cats.categories_for("fusion"))
-    if "memory" in klass:
-        return (f"memory hierarchy on {hw}: HBM bandwidth, coalesced and vectorized loads, "
-                f"L2 cache reuse, shared memory", cats.categories_for("memory"))
-    if "compute" in klass:
-        return (f"compute throughput on {hw}: tensor cores, tl.dot tiling, software "
-                f"pipelining stages, tf32 and bf16 for {family}", cats.categories_for("compute"))
-    if "latency" in klass or "occupancy" in klass:
-        return (f"occupancy and latency on {hw}: warps per block, registers, shared memory "
-                f"per block, grid size and launch overhead for {family}", cats.categories_for("occupancy"))
+    keyed = cats.bottleneck_query(klass, hw, family)
+    if keyed is not None:
+        return keyed[0], cats.categories_for(keyed[1])
     return f"writing fast Triton kernels for {family} on {hw}", cats.categories_for("general")
 
 

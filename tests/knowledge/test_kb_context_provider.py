@@ -10,7 +10,7 @@ def test_build_query_uses_problem_diagnosis_and_errors():
     query = build_query("row-wise softmax over 4096 columns",
                         {"bottleneck": "memory", "registers": 96},
                         ["RuntimeError: Triton Error [CUDA]: out of resources: shared memory"])
-    assert "softmax" in query and "memory-bound" in query and "coalescing" in query
+    assert "softmax" in query and "memory-bound" in query and "coalesced" in query
     assert "registers 96" in query and "out of resources" in query
     assert build_query("", None, None) == ""
 
