@@ -70,7 +70,7 @@ class Sharer:
         else:
             fd = os.memfd_create("kernelhub-share", os.MFD_CLOEXEC)
             os.ftruncate(fd, max(nbytes, 1))
-            view, release = _memfd_view(fd, nbytes, tensor.dtype, tensor.shape, writable=True)
+            view, release = _memfd_view(fd, nbytes, tensor.dtype, tensor.shape)
         if nbytes:
             view.copy_(tensor.reshape(view.shape))
             if self.backend == "cuda":
@@ -86,8 +86,6 @@ class Sharer:
     # -- reader
     def import_(self, fd: int, meta: dict) -> Shared:
         """Map the buffer behind `fd` (received from the writer) as a tensor of `meta`."""
-        import torch
-
         from search_engine.evaluation.wire import checked_meta
 
         dtype, shape, nbytes = checked_meta(meta)
@@ -99,8 +97,7 @@ class Sharer:
             if os.fstat(fd).st_size < nbytes:
                 raise ShareError(f"shared buffer holds {os.fstat(fd).st_size} bytes, "
                                  f"{nbytes} declared")
-            view, release = _memfd_view(fd, nbytes, dtype, shape, writable=True)
-        del torch
+            view, release = _memfd_view(fd, nbytes, dtype, shape)
         shared = Shared(view, fd, nbytes, release)
         self.alive[id(shared)] = shared
         return shared
@@ -142,12 +139,12 @@ def _close(fd: int) -> None:
         pass
 
 
-def _memfd_view(fd: int, nbytes: int, dtype, shape, writable: bool):
+def _memfd_view(fd: int, nbytes: int, dtype, shape):
     import torch
 
     if not nbytes:
         return torch.empty(shape, dtype=dtype), (lambda: None)
-    mem = mmap.mmap(fd, nbytes, prot=mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0))
+    mem = mmap.mmap(fd, nbytes, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     raw = torch.frombuffer(mem, dtype=torch.uint8, count=nbytes)
     view = raw.view(dtype).reshape(shape)
 
