@@ -152,11 +152,16 @@ def run_problem(name: str, scale: str, target: str, later: int, parallel: int,
             t0 = time.perf_counter()
             results = [f.result() for f in [ex.submit(request()) for _ in range(batch)]]
             wall = time.perf_counter() - t0
+            starts = [t for pool in ex._sandbox_pools.values() for t in pool.start_seconds]
         statuses = sorted({r.status for r in results})
         row = _row(name, problem, first, first_s, later_s, later_r, measured, peak_n, parallel,
                    batch * 60.0 / wall)
         row["status"] = ",".join(statuses)
         row["batch_wall_s"] = round(wall, 2)
+        # where a batch's time goes when the pool is the bottleneck
+        row["pool_start_s_median"] = round(statistics.median(starts), 2) if starts else None
+        row["pool_wait_s_median"] = round(statistics.median(
+            r.diagnostics.get("phases", {}).get("pool_wait_s", 0.0) for r in results), 3)
         rows.append(row)
     return rows
 
@@ -173,6 +178,7 @@ def _row(name, problem, first, first_s, later_s, later_r, measured, peak, sandbo
         "phases_first": first.diagnostics.get("phases", {}),
         "phases_later": later_r.diagnostics.get("phases", {}),
         "resident_steps_later": later_r.diagnostics.get("resident_steps_s"),
+        "device_memory_peak_gb": first.diagnostics.get("device_memory_peak_gb"),
         "peak_host_gb": round(peak.host_bytes / 1e9, 2),
         "peak_gpu_gb": round(peak.gpu_bytes / 1e9, 2),
         "sandboxes": sandboxes,

@@ -24,12 +24,14 @@ import argparse
 import os
 import socket
 import sys
+import threading
 import traceback
 from pathlib import Path
 
 from search_engine.evaluation import wire
 
 MAX_REQUEST_BYTES = 1 << 40  # the parent is trusted; its frames are bounded by the problem
+LARGE_OUTPUTS = 1 << 30  # shared outputs this large: their torch originals go back to CUDA
 
 
 class CandidateServer:
@@ -66,8 +68,14 @@ class CandidateServer:
         self.recorder.install()
         self.aten = make_aten_work_recorder(self.recorder) if not self.gpu else None
         self.timers = snapshot_timers()
+        # CUPTI takes seconds to start: it starts beside the first requests (the compile
+        # pass waits for it, timing and profiling too), so a sandbox is ready sooner.
+        self.profiler_ready = threading.Event()
         if self.gpu:
-            _warm_profiler()
+            threading.Thread(target=self._start_profiler, daemon=True,
+                             name="kernelhub-cupti-warm").start()
+        else:
+            self.profiler_ready.set()
         self.host_reads: dict[str, int] = {}
         self.escapes: dict[str, int] = {}
         self.in_forward = False
@@ -77,6 +85,12 @@ class CandidateServer:
 
         watch_dispatch_escapes(lambda: self.in_forward and not self.recorder.in_launch,
                                self.escapes)
+
+    def _start_profiler(self) -> None:
+        try:
+            _warm_profiler()
+        finally:
+            self.profiler_ready.set()
 
     def _watch_host_reads(self) -> None:
         """Count Tensor -> host-Python conversions made outside kernels (NumPy or lists doing
@@ -126,28 +140,37 @@ class CandidateServer:
 
     # -- requests
     def on_load(self, header: dict, tensors: list) -> tuple[dict, list]:
-        torch = self.torch
-        from search_engine.problems import exec_module
-
         self.recorder.own_filename = header["candidate_file"]
         init_inputs = wire.decode_values(header["init"], tensors)
         state = dict(zip(header["state_keys"], tensors[header["state_offset"]:]))
         self.max_outputs = int(header.get("max_outputs", 16))
         self.output_shapes = header.get("output_shapes", [])
         self.max_output_bytes = int(header.get("max_output_bytes", 1 << 30))
+        self.build = (header["candidate_file"], init_inputs, state, int(header["seed"]))
         try:
-            module = exec_module(Path(header["candidate_file"]).read_text(),
-                                 "kernelhub_candidate", header["candidate_file"])
-            if not hasattr(module, "ModelNew"):
-                raise AttributeError("the candidate defines no ModelNew")
-            torch.manual_seed(int(header["seed"]))
-            model = module.ModelNew(*init_inputs)
-            _load_weights(model, state)
-            self.model = model.to(self.device).eval()
+            self.model = self._build_model()
         except BaseException as exc:  # noqa: BLE001 - every failure here is a build failure
-            return {"ok": False, "error": "compile", "message": f"{type(exc).__name__}: {exc}"[:2000],
-                    "traceback": traceback.format_exc(limit=8)[-4000:]}, []
+            return self._build_failure(exc), []
         return {"ok": True}, []
+
+    def _build_model(self):
+        """A fresh module and ModelNew: nothing of an earlier instance's state survives."""
+        from search_engine.problems import exec_module
+
+        candidate_file, init_inputs, state, seed = self.build
+        module = exec_module(Path(candidate_file).read_text(), "kernelhub_candidate",
+                             candidate_file)
+        if not hasattr(module, "ModelNew"):
+            raise AttributeError("the candidate defines no ModelNew")
+        self.torch.manual_seed(seed)
+        model = module.ModelNew(*init_inputs)
+        _load_weights(model, state)
+        return model.to(self.device).eval()
+
+    @staticmethod
+    def _build_failure(exc: BaseException) -> dict:
+        return {"ok": False, "error": "compile", "message": f"{type(exc).__name__}: {exc}"[:2000],
+                "traceback": traceback.format_exc(limit=8)[-4000:]}
 
     def on_stage(self, header: dict, tensors: list) -> tuple[dict, list]:
         which = int(header["set"])
@@ -173,7 +196,10 @@ class CandidateServer:
             layout.append({"name": name, "count": len(self.kept[name])})
             tensors_out += self.kept[name]
         self.kept.clear()
-        return {"ok": True, "layout": layout, **self._export(tensors_out)}, []
+        reply = {"ok": True, "layout": layout, **self._export(tensors_out)}
+        del tensors_out
+        self._return_large_outputs()
+        return reply, []
 
     def _export(self, tensors: list) -> dict:
         """Shared copies of `tensors`; the previous ones are released (one set in flight)."""
@@ -181,13 +207,58 @@ class CandidateServer:
         self.sent_shared, fds, metas = self.sharer.export_all(tensors)
         return {"shared": metas, "send_fds": fds}
 
+    def on_warm(self, header: dict, tensors: list) -> tuple[dict, list]:
+        """Run forward once with every Triton launch turned into a compile (nothing of
+        Triton's runs on the GPU), so the correctness calls that follow, which must not
+        overlap another candidate's timing, do not spend their time in the compiler. An
+        autotuned kernel ends the pass: its configurations must be timed for real. The
+        model is then built afresh: whatever the pass left in it (a cache, a counter, a
+        weight prepared by a kernel that did not run) is gone; the kernels come back from
+        Triton's on-disk cache in this sandbox."""
+        from triton.runtime.autotuner import Autotuner
+
+        original = Autotuner.run
+
+        def refuse(*args, **kwargs):
+            raise _AutotuneNotWarmed()
+
+        Autotuner.run = refuse
+        self.recorder.compile_only = True
+        try:
+            with self.torch.no_grad():
+                self.model(*self.sets[int(header["set"])])
+            warmed = "all"
+        except _AutotuneNotWarmed:
+            warmed = "up to an autotuned kernel"
+        finally:
+            self.recorder.compile_only = False
+            Autotuner.run = original
+        if self.gpu:
+            self.torch.cuda.synchronize()
+        self.profiler_ready.wait()  # before the correctness calls: off the GPU locks
+        try:
+            self.model = self._build_model()
+        except BaseException as exc:  # noqa: BLE001 - built once already: report it as built
+            return self._build_failure(exc), []
+        return {"ok": True, "warmed": warmed}, []
+
     def on_call(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._call(int(header["set"]), ghost=False, keep=header.get("keep"),
-                          share=bool(header.get("share")))
+        return self._shared_call(header, ghost=False)
 
     def on_ghost(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._call(int(header["set"]), ghost=True, keep=header.get("keep"),
-                          share=bool(header.get("share")))
+        return self._shared_call(header, ghost=True)
+
+    def _shared_call(self, header: dict, ghost: bool) -> tuple[dict, list]:
+        reply = self._call(int(header["set"]), ghost=ghost, keep=header.get("keep"),
+                           share=bool(header.get("share")))
+        self._return_large_outputs()
+        return reply
+
+    def _return_large_outputs(self) -> None:
+        """Once GB-sized outputs have their shared copies, their torch originals go back to
+        CUDA instead of waiting in the caching allocator beside them."""
+        if self.gpu and self.sharer is not None and self.sharer.created_bytes >= LARGE_OUTPUTS:
+            self.torch.cuda.empty_cache()
 
     def on_sample(self, header: dict, tensors: list) -> tuple[dict, list]:
         """Values of the kept outputs at indices the parent chose after they were fixed."""
@@ -211,6 +282,7 @@ class CandidateServer:
 
         from search_engine.evaluation.hooks import poisoned_allocations, result_spotter
 
+        self.profiler_ready.wait()  # no forward beside the profiler's start (its torch calls)
         inputs = self.sets[which]
         # Shared inputs are watched (and restored) by the problem's sandbox, which owns them.
         watched_here = which not in self.staged_shared
@@ -287,6 +359,8 @@ class CandidateServer:
     def on_time(self, header: dict, tensors: list) -> tuple[dict, list]:
         from search_engine.evaluation.timing import time_gpu, time_interpreter
 
+        self.profiler_ready.wait()  # its start-up must not overlap the timed loop
+
         sets = [int(s) for s in header["sets"]]
         input_sets = [self.sets[s] for s in sets]
         t = header["timing"]
@@ -308,6 +382,7 @@ class CandidateServer:
                 "raw_median_ms": m.raw_median_ms, "pad_ms": m.pad_ms, "last": layout}, []
 
     def on_profile(self, header: dict, tensors: list) -> tuple[dict, list]:
+        self.profiler_ready.wait()
         sets = [self.sets[int(s)] for s in header["sets"]]
         return {"ok": True, "profile_us": _profile_device_time(
             _timing_call(self.model), sets, int(header["iterations"]))}, []
@@ -322,15 +397,29 @@ class CandidateServer:
                 "kernel_metadata": self.recorder.kernel_metadata() if self.gpu else [],
                 "aten_bytes": self.aten.bytes if self.aten else 0,
                 "aten_ops": dict(sorted(self.aten.ops.items(), key=lambda kv: -kv[1])[:10])
-                if self.aten else {}}, []
+                if self.aten else {},
+                "device_memory": device_memory(self.gpu, self.sharer)}, []
+
+
+def device_memory(gpu: bool, sharer) -> dict:
+    """Peak device bytes this process held: torch's caching allocator and the buffers it
+    exported (shared buffers are outside the allocator). A diagnostic, for the benchmarks."""
+    import torch
+
+    return {"allocator_peak_bytes": int(torch.cuda.max_memory_reserved()) if gpu else 0,
+            "shared_peak_bytes": int(sharer.created_peak_bytes) if sharer else 0}
 
 
 class OutputRejected(TypeError):
     """What forward returned cannot be an answer (not plain tensors, too many, too big)."""
 
 
-REQUESTS = {"load", "stage", "unstage", "call", "ghost", "sample", "share_kept", "time",
+REQUESTS = {"load", "stage", "unstage", "warm", "call", "ghost", "sample", "share_kept", "time",
             "profile", "evidence", "exit"}
+
+
+class _AutotuneNotWarmed(Exception):
+    pass
 
 
 def _install_interpreter_compat() -> None:

@@ -72,6 +72,14 @@ class EvaluationConfig:
     resident_timing_bytes: int = 1 << 30  # timing rotates all trials' inputs below this total
     reference_chunk_bytes: int = 2 << 30  # resident: float64 reference in batch slices above
     ncu_max_input_bytes: int = 2 << 30    # ncu replays inputs from a file: skipped above this
+    # the candidate's kernels compiled before its first call, outside the GPU activity lock
+    # (child `warm`): "auto" on GPU targets, "on" (also the interpreter), "off"
+    compile_pass: str = "auto"
+    # warm candidate sandboxes (LocalExecutor): 0 = auto. A GPU sandbox takes seconds to
+    # start (torch, Triton, CUDA context, CUPTI), longer than a later candidate's evaluation,
+    # so the pool keeps two per worker and starts them on half the host's cores.
+    warm_pool_size: int = 0
+    warm_starters: int = 0
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3
     # the problem's own sandbox: reference outputs and baselines

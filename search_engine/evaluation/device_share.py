@@ -38,6 +38,7 @@ class Shared:
     fd: int
     nbytes: int
     release_fn: object
+    created: bool = False  # exported here (new memory), not mapped from another process
 
     def meta(self) -> dict:
         from search_engine.evaluation.wire import dtype_name
@@ -55,6 +56,7 @@ class Sharer:
         self.backend = backend
         self.alive: dict[int, Shared] = {}
         self._driver = _CudaDriver() if backend == "cuda" else None
+        self.created_bytes = self.created_peak_bytes = 0  # memory exported by this process
 
     # -- writer
     def export(self, tensor) -> Shared:
@@ -75,8 +77,10 @@ class Sharer:
             view.copy_(tensor.reshape(view.shape))
             if self.backend == "cuda":
                 torch.cuda.synchronize()
-        shared = Shared(view, fd, nbytes, release)
+        shared = Shared(view, fd, nbytes, release, created=True)
         self.alive[id(shared)] = shared
+        self.created_bytes += nbytes
+        self.created_peak_bytes = max(self.created_peak_bytes, self.created_bytes)
         return shared
 
     def export_all(self, tensors: list) -> tuple[list[Shared], list[int], list[dict]]:
@@ -121,6 +125,8 @@ class Sharer:
     def release(self, shared: Shared) -> None:
         if self.alive.pop(id(shared), None) is None:
             return
+        if shared.created:
+            self.created_bytes -= shared.nbytes
         shared.tensor = None
         try:
             shared.release_fn()

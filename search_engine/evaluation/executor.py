@@ -52,9 +52,17 @@ class LocalExecutor:
                config.resident_on("cpu" if hw.is_interpreter else "cuda"))
         with self._pools_lock:
             if key not in self._sandbox_pools:
-                # one spare: a start takes longer than a later candidate's evaluation
-                self._sandbox_pools[key] = candidate_pool(hw, config, size=self.max_workers + 1)
+                self._sandbox_pools[key] = candidate_pool(
+                    hw, config, size=self._warm_pool_size(config, hw.is_interpreter))
             return self._sandbox_pools[key]
+
+    def _warm_pool_size(self, config: EvaluationConfig, interpreter: bool) -> int:
+        """One spare per pool on the interpreter (cheap starts); on a GPU two per worker and
+        at least four, since a start (seconds, CUPTI included) outlasts a later candidate's
+        evaluation."""
+        if config.warm_pool_size > 0:
+            return config.warm_pool_size
+        return self.max_workers + 1 if interpreter else max(4, 2 * self.max_workers)
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
         return self._pool.submit(self._run, request)

@@ -1,11 +1,14 @@
 """Quiet timing on a GPU, across threads and processes (flocks per device).
 
-Two locks per device:
+Three locks per device:
 - the *timing* lock: one timing at a time (exclusive);
 - the *activity* lock: any other work of ours on the GPU (a candidate's correctness calls,
-  the ghost replay, a reference's setup) holds it shared; a timing takes it exclusive, so
-  while one candidate is timed nothing else of ours runs on that GPU. A timing waits at most
-  `quiet_wait_s` for the others to finish a call; past that it times anyway and says so.
+  the ghost replay, the problem's sandbox drawing and judging trials) holds it shared; a
+  timing takes it exclusive, so while one candidate is timed nothing else of ours runs on
+  that GPU. A timing waits at most `quiet_wait_s` for the others to finish a call; past that
+  it times anyway and says so.
+- the *gate*: a waiting timing holds it, and new activity passes it first, so a stream of
+  overlapping short calls cannot keep a timing waiting (flock alone favours readers).
 
 Each acquisition opens its own file description, so two threads of one process exclude
 each other as well as two CLI processes on one host.
@@ -17,7 +20,7 @@ import fcntl
 import os
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 
@@ -69,8 +72,8 @@ def gpu_timing_lock(device_key: str):
 @contextmanager
 def quiet_gpu(device_key: str, quiet_wait_s: float = 30.0):
     """Exclusive use of the GPU for a timing: yields whether the others went quiet."""
-    with gpu_timing_lock(device_key), _flock(lock_path(device_key, "activity"), fcntl.LOCK_EX,
-                                             wait_s=quiet_wait_s) as quiet:
+    with gpu_timing_lock(device_key), _flock(lock_path(device_key, "gate"), fcntl.LOCK_EX), \
+            _flock(lock_path(device_key, "activity"), fcntl.LOCK_EX, wait_s=quiet_wait_s) as quiet:
         yield quiet
 
 
@@ -80,5 +83,7 @@ def gpu_activity(device_key: str | None):
     if device_key is None:
         yield
         return
-    with _flock(lock_path(device_key, "activity"), fcntl.LOCK_SH):
+    with ExitStack() as held:
+        with _flock(lock_path(device_key, "gate"), fcntl.LOCK_SH):  # behind a waiting timing
+            held.enter_context(_flock(lock_path(device_key, "activity"), fcntl.LOCK_SH))
         yield

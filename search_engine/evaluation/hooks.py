@@ -54,6 +54,7 @@ class LaunchRecorder:
     compiled: dict[str, Any] = field(default_factory=dict)  # name -> CompiledKernel
     in_launch: bool = False
     ghost: bool = False  # launches do nothing (ghost replay)
+    compile_only: bool = False  # launches compile their kernel and stop (`warm` request)
     work: "InterpreterWork | None" = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _installed: list = field(default_factory=list)
@@ -82,8 +83,8 @@ class LaunchRecorder:
         recorder = self
 
         def run(fn_self, *args, grid, warmup, **kwargs):
-            if warmup:
-                return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup or recorder.compile_only:
+                return original(fn_self, *args, grid=grid, warmup=True, **kwargs)
             py_fn = getattr(fn_self, "fn", None)
             name = getattr(py_fn, "__name__", "?")
             filename = getattr(getattr(py_fn, "__code__", None), "co_filename", "?")

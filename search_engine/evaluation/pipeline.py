@@ -119,7 +119,8 @@ def candidate_pool(target: str | HardwareTarget, config: EvaluationConfig | None
     hw = target if isinstance(target, HardwareTarget) else get_target(target)
     return SandboxPool("search_engine.evaluation.child", _child_args(hw, config), size=size,
                        limits=config.limits, env_extra=_candidate_env(hw),
-                       gpu=not hw.is_interpreter, log_chars=config.log_chars)
+                       gpu=not hw.is_interpreter, log_chars=config.log_chars,
+                       starters=config.warm_starters or None)
 
 
 def _child_args(hw: HardwareTarget, config: EvaluationConfig) -> list[str]:
@@ -196,6 +197,7 @@ class _Run:
         t0 = time.monotonic()
         try:
             session = self._session(pool)
+            self.pool_wait_s = time.monotonic() - t0
         except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
             return self.result("runtime_error", f"the candidate's sandbox did not start: {exc}")
         workdir = session.workdir
@@ -229,6 +231,7 @@ class _Run:
             result = self._judge(report, ref, workdir)
             result.isolation, result.logs = outcome.isolation, outcome.log
             result.diagnostics["phases"]["sandbox_s"] = round(self.sandbox_s, 3)
+            result.diagnostics["phases"]["pool_wait_s"] = round(self.pool_wait_s, 3)
             return result
         finally:
             if not keep_workdir:
@@ -293,6 +296,9 @@ class _Run:
             slots, tensors = wire.encode_values(inputs)
             self._request(session, "stage", {"set": index, "inputs": slots}, tensors)
 
+        warm = self._warm(session, 0)
+        if warm is not None:
+            return self._failed(warm, phases, 0)
         trials, outputs, evidence = [], [], []
         for index in range(len(ref.inputs)):
             reply, out = self._request(session, "call", {"set": index}, max_reply_bytes=out_cap)
@@ -313,6 +319,17 @@ class _Run:
             self._profile(session, report, list(range(len(ref.inputs))))
             phase("profile")
         return self._finish(session, report)
+
+    def _warm(self, session: SandboxSession, input_set: int) -> dict | None:
+        """Compile the candidate's Triton kernels before its first call, outside the GPU
+        activity lock (no kernel of Triton's runs; see the child's `on_warm`), so that other
+        candidates' timings do not wait on our compiler. Returns a compile failure's reply;
+        any other failure is left for the real call to report."""
+        mode = self.config.compile_pass
+        if mode == "off" or (mode == "auto" and self.hw.is_interpreter):
+            return None
+        reply, _ = session.request("warm", {"set": input_set})
+        return reply if not reply.get("ok") and reply.get("error") == "compile" else None
 
     def _profile(self, session: SandboxSession, report: dict, sets: list[int]) -> None:
         """Device time per kernel (for coverage), with the GPU to ourselves."""
@@ -518,6 +535,13 @@ class _Run:
             diagnostics["phases"]["measurement_s"] = round(report["measured_s"], 3)
         if report.get("resident_steps"):
             diagnostics["resident_steps_s"] = report["resident_steps"]
+            diagnostics["resident_trials_open_max"] = report.get("open_max")
+            diagnostics["device_memory_peak_gb"] = {
+                who: {str(k).replace("_bytes", "_gb"): round(v / 1e9, 2)
+                      for k, v in list(memory.items())[:4] if isinstance(v, (int, float))}
+                for who, memory in (("candidate", report.get("device_memory")),
+                                    ("reference", report.get("reference_device_memory")))
+                if isinstance(memory, dict)}
         if ref.notes:
             diagnostics["trial_plan_notes"] = ref.notes
         diagnostics["reference_method"] = ref.reference_method

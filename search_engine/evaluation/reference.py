@@ -167,7 +167,8 @@ def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, c
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     link = ResidentReference(session, workdir, config.reference_timeout_s,
-                             slots=_memory_slots(device, meta, config))
+                             slots=_memory_slots(device, meta, config),
+                             device_key=None if device == "cpu" else cuda_device_key())
     return ReferenceData(
         schedule=[tuple(t) for t in meta["schedule"][:-1]], init_seed=init_seed,
         init_inputs=init_inputs, state_dict=state, outputs64=[],
@@ -195,10 +196,13 @@ def _memory_slots(device: str, meta: dict, config) -> int:
 class ResidentReference:
     """The problem's sandbox, alive for as long as the reference is cached: candidates open
     a trial (inputs exported as shared buffers), hand their shared outputs to `judge`, and
-    close it. One request at a time; `slots` bounds how many candidates hold trials."""
+    close it. One request at a time; `slots` bounds how many candidates hold trials. Its
+    drawing, references and comparisons are GPU work: they wait while a candidate is timed."""
 
-    def __init__(self, session, workdir, timeout_s: float, slots: int):
+    def __init__(self, session, workdir, timeout_s: float, slots: int,
+                 device_key: str | None = None):
         self.session, self.workdir, self.timeout_s = session, workdir, timeout_s
+        self.device_key = device_key
         self.lock = threading.Lock()
         self.slots = threading.BoundedSemaphore(slots)
         self.slot_count = slots
@@ -209,7 +213,9 @@ class ResidentReference:
 
     def ask(self, kind: str, header: dict | None = None, fds: list[int] | None = None,
             max_reply_fds: int = 0) -> tuple[dict, list]:
-        with self.lock:
+        from search_engine.evaluation.gpu_lock import gpu_activity
+
+        with self.lock, gpu_activity(self.device_key):
             if self.closed:
                 raise ProblemError("the problem's sandbox was closed")
             self.session.renew(self.timeout_s)

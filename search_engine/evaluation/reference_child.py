@@ -77,8 +77,6 @@ class ReferenceServer:
 
     def on_setup(self, header: dict) -> tuple[dict, list]:
         torch = self.torch
-        from torch.utils.flop_counter import FlopCounterMode
-
         from search_engine.problems import exec_module
 
         problem_file = header["problem_file"]
@@ -91,6 +89,7 @@ class ReferenceServer:
         torch.manual_seed(seed)
         model = self.module.Model(*init_inputs).eval()
         state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.model_meta = copy.deepcopy(model).to("meta")
         self.model64 = copy.deepcopy(model).double().to(self.device)
         self.model = model.to(self.device)
 
@@ -104,16 +103,9 @@ class ReferenceServer:
             if note:
                 notes.append(f"trial {index}: {note}")
             if index == 0:
-                with torch.no_grad():
-                    native = _as_list(self.model(*_on(inputs, None, self.device)))
-                dtypes = [str(o.dtype) for o in native]
-                shapes = [list(o.shape) for o in native]
+                dtypes, shapes, flops = self._outputs_and_flops(inputs)
                 input_bytes = sum(x.numel() * x.element_size() for x in inputs
                                   if isinstance(x, torch.Tensor))
-                counter = FlopCounterMode(display=False)
-                with counter, torch.no_grad():
-                    self.model64(*_on(inputs, torch.float64, self.device))
-                flops = int(counter.get_total_flops())
             defect = degenerate_reason(out)
             if defect:  # degenerate on the problem's own input distribution
                 defects.append(f"trial {index} (seed {trial_seed}, scale {scale:g}, "
@@ -132,6 +124,29 @@ class ReferenceServer:
                  "input_bytes": input_bytes, "flops": flops,
                  "reference_method": self.reference_method}
         return reply, init_tensors + list(state.values())
+
+    def _outputs_and_flops(self, inputs: list) -> tuple[list[str], list[list[int]], int]:
+        """The outputs' dtypes and shapes and the model's FLOPs, from a forward on the meta
+        device (nothing materialised: a whole-trial float64 forward of an official-size
+        problem would need several times the trial on the GPU); on the device when the
+        model cannot run on meta (data-dependent shapes)."""
+        from torch.utils.flop_counter import FlopCounterMode
+
+        torch = self.torch
+        counter = FlopCounterMode(display=False)
+        try:
+            meta = [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x
+                    for x in inputs]
+            with counter, torch.no_grad():
+                native = _as_list(self.model_meta(*meta))
+        except Exception:  # noqa: BLE001 - any op without a meta kernel: run it for real
+            with torch.no_grad():
+                native = _as_list(self.model(*_on(inputs, None, self.device)))
+            counter = FlopCounterMode(display=False)
+            with counter, torch.no_grad():
+                self.model64(*_on(inputs, torch.float64, self.device))
+        return ([str(o.dtype) for o in native], [list(o.shape) for o in native],
+                int(counter.get_total_flops()))
 
     def _informative_trial(self, seed: int, scale: float, shift: float):
         """The trial's inputs and float64 outputs; when (scale, shift) makes a reference that
@@ -308,7 +323,9 @@ class ReferenceServer:
             self.sharer.release_all(trial["shared"])
             del trial
             self._free()
-        return {"ok": True}, []
+        from search_engine.evaluation.child import device_memory
+
+        return {"ok": True, "device_memory": device_memory(self.device == "cuda", self.sharer)}, []
 
     def on_trial(self, header: dict) -> tuple[dict, list]:
         inputs, out = self.trials[int(header["index"])]
@@ -362,6 +379,9 @@ def _tensor_bytes(values: list) -> int:
     return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
 
 
+FINGERPRINT_MODULUS = 1_000_003
+
+
 def _fingerprint(t) -> list[int]:
     """Two integer sums over the tensor's bytes (plain and position-weighted, in chunks):
     any write a candidate makes to an input moves them."""
@@ -372,12 +392,17 @@ def _fingerprint(t) -> list[int]:
     flat = t.reshape(-1).view(torch.uint8)
     if flat.numel() % 4 == 0:
         flat = flat.view(torch.int32)
+        if flat.is_cuda:  # one read of the trial instead of a dozen
+            from search_engine.evaluation.device_reductions import fingerprint_partials
+
+            return fingerprint_partials(flat, FINGERPRINT_MODULUS)
     step = 1 << 24  # int64 temporaries of 128 MB
     plain = weighted = 0
     for start in range(0, flat.numel(), step):
         chunk = flat[start:start + step].to(torch.int64)
         plain += int(chunk.sum())
-        weights = torch.arange(start, start + chunk.numel(), device=chunk.device) % 1_000_003 + 1
+        weights = (torch.arange(start, start + chunk.numel(), device=chunk.device)
+                   % FINGERPRINT_MODULUS + 1)
         weighted += int((chunk * weights).sum())
     return [plain, weighted]
 

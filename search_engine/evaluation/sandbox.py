@@ -245,7 +245,8 @@ class SandboxPool:
 
     def __init__(self, module: str, args: list[str], *, size: int, limits: SandboxLimits,
                  env_extra: dict[str, str] | None = None, gpu: bool = False,
-                 log_chars: int = 4000, start_timeout_s: float = 300.0):
+                 log_chars: int = 4000, start_timeout_s: float = 300.0,
+                 starters: int | None = None):
         import queue
         import threading
 
@@ -260,8 +261,10 @@ class SandboxPool:
         self.started = self.taken = 0
         # Long-lived starter threads: the sandbox dies with the thread that spawned it
         # (PR_SET_PDEATHSIG follows the thread), so that thread must outlive the sandbox.
-        # Several, because a start takes seconds and a search takes sandboxes faster.
-        self.starters = min(self.size, 4)
+        # Several (half the cores by default), because a start takes seconds and a search
+        # takes sandboxes faster.
+        self.starters = min(self.size, starters or max(2, (os.cpu_count() or 2) // 2))
+        self.start_seconds: list[float] = []  # the last starts' durations, for benchmarks
         for i in range(self.starters):
             threading.Thread(target=self._starter, daemon=True,
                              name=f"kernelhub-sandbox-warm-{i}").start()
@@ -308,8 +311,10 @@ class SandboxPool:
 
     def _start_one(self) -> None:
         session = self._new_session()
+        t0 = time.monotonic()
         try:
             session.start()
+            self.start_seconds = self.start_seconds[-63:] + [round(time.monotonic() - t0, 3)]
         except Exception:  # noqa: BLE001 - a failed warm start: take() starts one inline
             session.close()
             shutil.rmtree(session.workdir, ignore_errors=True)

@@ -116,6 +116,7 @@ def time_gpu(
     last: dict[int, Any] = {}
     loop_start = _perf_counter()
     for i in range(reps):
+        out = None  # the last call's outputs go first: one set alive, not two (GB-sized ones)
         flush.zero_()
         _synchronize()
         which = i % n_sets

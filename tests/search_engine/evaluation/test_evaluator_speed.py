@@ -95,6 +95,30 @@ def test_timing_that_cannot_get_quiet_says_so():
     assert quiet is False and waited < 2
 
 
+def test_a_waiting_timing_is_not_starved_by_overlapping_work():
+    """Calls that overlap one another would keep a plain shared/exclusive flock busy for
+    as long as they keep coming; the gate lets the timing in once the calls in flight end."""
+    stop = threading.Event()
+
+    def stream_of_calls(offset: float):
+        time.sleep(offset)
+        while not stop.is_set():
+            with gpu_activity("test-starve"):
+                time.sleep(0.12)
+
+    workers = [threading.Thread(target=stream_of_calls, args=(i * 0.04,)) for i in range(3)]
+    for w in workers:
+        w.start()
+    time.sleep(0.3)  # the calls now overlap: at every instant one of them holds the lock
+    t0 = time.monotonic()
+    with quiet_gpu("test-starve", quiet_wait_s=5) as quiet:
+        waited = time.monotonic() - t0
+    stop.set()
+    for w in workers:
+        w.join()
+    assert quiet is True and waited < 1.0
+
+
 def test_noisy_timings_are_labelled():
     from search_engine.evaluation.pipeline import _noise, _timing_quality
 
@@ -152,3 +176,31 @@ def test_baselines_are_cached_on_disk(tmp_path):
     (Path(tmp_path) / "baselines" / "k3.json").write_text("{not json")
     assert again.get("k3") is None
     assert cache.key(None, [], 0, "cpu", EvaluationConfig(), 0) is None  # interpreter: never
+
+
+def test_compile_only_launches_run_nothing_and_record_nothing():
+    """The `warm` pass turns every Triton launch into a compile: on the GPU nothing of the
+    candidate's kernels runs outside the activity lock (on the interpreter, whose compile
+    is a no-op, the kernel simply does not run)."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    from search_engine.evaluation.hooks import LaunchRecorder
+
+    @triton.jit
+    def fill_kernel(out_ptr, n: tl.constexpr):
+        tl.store(out_ptr + tl.arange(0, n), tl.full((n,), 7.0, tl.float32))
+
+    recorder = LaunchRecorder()
+    recorder.install()
+    try:
+        out = torch.zeros(16)
+        recorder.compile_only = True
+        fill_kernel[(1,)](out, 16)
+        assert out.sum().item() == 0 and recorder.launches == []
+        recorder.compile_only = False
+        fill_kernel[(1,)](out, 16)
+        assert out.sum().item() == 7 * 16 and len(recorder.launches) == 1
+    finally:
+        recorder.uninstall()

@@ -44,3 +44,16 @@ def test_gpu_timing_lock_is_exclusive_across_threads():
     for t in threads:
         t.join()
     assert overlaps == []
+
+
+def test_warm_pool_is_sized_for_gpu_start_up_times():
+    from search_engine.evaluation.config import EvaluationConfig
+    from search_engine.evaluation.executor import LocalExecutor
+
+    auto = EvaluationConfig()
+    with LocalExecutor(max_workers=1, config=auto, warm_sandboxes=False) as one, \
+            LocalExecutor(max_workers=4, config=auto, warm_sandboxes=False) as four:
+        assert one._warm_pool_size(auto, interpreter=True) == 2
+        assert one._warm_pool_size(auto, interpreter=False) == 4
+        assert four._warm_pool_size(auto, interpreter=False) == 8
+        assert four._warm_pool_size(EvaluationConfig(warm_pool_size=3), interpreter=False) == 3

@@ -161,3 +161,20 @@ def test_runtime_layers_alone_on_gpu():
     assert not wrong, wrong
     assert got["partial_lazy"].coverage < 0.3
     assert got["runtime/reused_output_buffer"].isolation.get("layers_missing") == []
+
+
+def test_one_pass_reductions_match_torch_on_the_gpu():
+    """The fused comparison and fingerprint the problem's sandbox runs on trial tensors."""
+    from search_engine.evaluation import correctness
+    from search_engine.evaluation.device_reductions import fingerprint_partials
+
+    ref = torch.randn(5_000_003, dtype=torch.float64, device="cuda")
+    out = (ref + 1e-4 * torch.randn_like(ref)).float()
+    out[17] = float("nan")
+    fused = correctness.fused_diff_stats(out, ref, 1e-4, 1e-3)
+    plain = correctness.torch_diff_stats(out, ref, 1e-4, 1e-3)
+    assert (fused.nonfinite, fused.over) == (plain.nonfinite, plain.over) == (1, plain.over)
+    assert fused.diff_sq == pytest.approx(plain.diff_sq, rel=1e-9)
+    assert fused.ref_sq == pytest.approx(plain.ref_sq, rel=1e-9)
+    words = out.view(torch.int32)
+    assert fingerprint_partials(words, 1_000_003)[0] == int(words.to(torch.int64).sum())

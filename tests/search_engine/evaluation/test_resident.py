@@ -164,6 +164,16 @@ def test_large_trials_get_their_reference_in_batch_slices(run_resident):
     assert r.diagnostics["reference_method"].startswith("float64 in batch slices")
 
 
+def test_large_trials_are_open_one_at_a_time_and_timed_on_the_last(run_resident):
+    """Above `resident_timing_bytes` the timing keeps one trial: the last one judged, so a
+    trial's inputs and reference are never held beside another's."""
+    r = run_resident(candidate("clean_softmax"), resident_timing_bytes=0)
+    assert r.status == "correct", r.message
+    assert r.diagnostics["resident_trials_open_max"] == 1
+    r = run_resident(candidate("clean_softmax"))  # small trials: all kept for the timing
+    assert r.diagnostics["resident_trials_open_max"] == 5
+
+
 def test_batch_slices_are_refused_when_rows_depend_on_each_other(run_resident):
     from search_engine.problems import load_problem
 
@@ -186,3 +196,70 @@ def test_batch_slices_are_refused_when_rows_depend_on_each_other(run_resident):
     r = run_resident(source, problem=problem, reference_chunk_bytes=256)
     assert r.status == "correct", r.message
     assert r.diagnostics["reference_method"] == "float64, whole trial"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_fused_comparison_gives_the_torch_numbers(dtype):
+    """The GPU's one-pass comparison (run here on the Triton interpreter) and the chunked
+    torch one agree on every statistic, NaN/Inf and tail blocks included."""
+    import torch
+
+    from search_engine.evaluation import correctness, device_reductions
+
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(3 * device_reductions.BLOCK + 123, generator=g, dtype=torch.float64)
+    out = (ref + 1e-3 * torch.randn(ref.shape, generator=g, dtype=torch.float64)).to(
+        getattr(torch, dtype))
+    cases = {"close": out, "nonfinite": out.clone()}
+    cases["nonfinite"][[5, 4096, 9000]] = torch.tensor([float("nan"), float("inf"),
+                                                        -float("inf")]).to(out.dtype)
+    for name, o in cases.items():
+        fused = correctness.fused_diff_stats(o, ref, 2e-3, 1e-3)
+        plain = correctness.torch_diff_stats(o, ref, 2e-3, 1e-3)
+        assert fused.nonfinite == plain.nonfinite and fused.over == plain.over, name
+        for field in ("diff_sq", "ref_sq", "max_abs", "max_rel"):
+            f, p = getattr(fused, field), getattr(plain, field)
+            if name == "nonfinite" and field in ("max_abs", "max_rel"):
+                continue  # undefined once an output is NaN (the verdict fails first)
+            assert f == pytest.approx(p, rel=1e-9), (name, field, f, p)
+
+
+def test_fused_fingerprint_moves_with_any_write_and_only_then():
+    import torch
+
+    from search_engine.evaluation.device_reductions import fingerprint_partials
+
+    words = torch.randint(-2**31, 2**31 - 1, (3 * 4096 + 7,), dtype=torch.int32)
+    before = fingerprint_partials(words, 1_000_003)
+    assert fingerprint_partials(words.clone(), 1_000_003) == before
+    swapped = words.clone()
+    swapped[[10, 11]] = swapped[[11, 10]]  # same values, other places: the weighted sum moves
+    assert fingerprint_partials(swapped, 1_000_003) != before
+    assert before[0] == int(words.to(torch.int64).sum())
+
+
+@pytest.mark.parametrize("forward, expected_flops", [
+    ("return torch.matmul(a, b)", 2 * 8 * 16 * 4),            # counted on the meta device
+    ("return torch.matmul(a, b)[a[:, :1].nonzero()[:, 0]]", None),  # no meta kernel: real
+])
+def test_setup_counts_flops_without_a_whole_trial_forward(tmp_path, forward, expected_flops):
+    """Output shapes, dtypes and FLOPs come from a meta-device forward (an official-size
+    float64 forward would need several trials' memory); a model that cannot run on meta
+    falls back to the device."""
+    from search_engine.evaluation.reference_child import ReferenceServer
+
+    problem = tmp_path / "problem.py"
+    problem.write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class Model(nn.Module):\n"
+        f"    def forward(self, a, b):\n        {forward}\n\n"
+        "def get_inputs():\n    return [torch.randn(8, 4), torch.randn(4, 16)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    server = ReferenceServer(None, "cpu", resident=True)
+    reply, _ = server.on_setup({"problem_file": str(problem), "seed": 1,
+                                "schedule": [[7, 1.0, 0.0]]})
+    assert reply["output_dtypes"] == ["torch.float32"]
+    if expected_flops is not None:
+        assert reply["flops"] == expected_flops and reply["output_shapes"] == [[8, 16]]
+    else:
+        assert reply["flops"] > 0

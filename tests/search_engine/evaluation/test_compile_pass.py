@@ -1,0 +1,61 @@
+"""The compile pass (`EvaluationConfig.compile_pass`, the child's `warm` request): the
+candidate's kernels are compiled before its first call with every Triton launch a compile
+and nothing run, then the model is built afresh. GPU targets use it by default; "on" runs
+it on the interpreter too, where a launch that does not run is just as visible."""
+
+from __future__ import annotations
+
+from .conftest import candidate
+
+
+def checks(result):
+    return {f.check for f in result.integrity_flags}
+
+
+# A legitimate first-call preparation: a kernel fills a buffer once, later calls use it.
+# Had the compile pass's model survived, the buffer would hold whatever memory it was given.
+PREPARES_ON_FIRST_CALL = candidate("clean_softmax").replace(
+    '''class ModelNew(nn.Module):
+    def forward(self, x):
+        return launch(x.contiguous())''',
+    '''@triton.jit
+def fill_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.full((BLOCK,), 1.0, tl.float32), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.prepared = None
+
+    def forward(self, x):
+        if self.prepared is None:
+            self.prepared = torch.full((x.shape[1],), float("nan"), device=x.device)
+            fill_kernel[(1,)](self.prepared, x.shape[1],
+                              BLOCK=triton.next_power_of_2(x.shape[1]))
+        y = launch(x.contiguous())
+        return launch(x.contiguous() * 0 + y.log() + self.prepared.log())''')
+
+
+def test_compile_pass_keeps_clean_candidates_correct(run_eval):
+    r = run_eval(candidate("clean_softmax"), compile_pass="on")
+    assert r.status == "correct", r.message
+
+
+def test_state_left_by_the_compile_pass_is_discarded(run_eval):
+    r = run_eval(PREPARES_ON_FIRST_CALL, compile_pass="on", static_checks=False)
+    assert r.status == "correct", r.message
+
+
+def test_result_reuse_is_still_caught_after_the_compile_pass(run_eval):
+    r = run_eval(candidate("result_reuse"), compile_pass="on")
+    assert r.status == "hack_suspected", (r.status, r.message)
+    assert "runtime.result_reuse" in checks(r), checks(r)
+
+
+def test_a_broken_kernel_gets_the_same_status_with_or_without_the_pass(run_eval):
+    broken = candidate("clean_softmax").replace("tl.exp(x)", "tl.exp(x, 3, 4)")
+    with_pass = run_eval(broken, compile_pass="on")
+    without = run_eval(broken, compile_pass="off")
+    assert with_pass.status == without.status != "correct", (with_pass.status, without.status)
