@@ -49,6 +49,10 @@ PROBLEMS = {
     "rmsnorm": (_problem("x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
                          "torch.randn(112, 64, 512, 512)"),
                 2 * 112 * 64 * 512 * 512 * 4, "bytes"),
+    # RMSNorm over a whole 4M-element row (16 rows, like LayerNorm's): the split-row design
+    "rmsnorm_wide": (_problem("x / torch.sqrt(torch.mean(x ** 2, dim=(1, 2, 3), keepdim=True)"
+                              " + 1e-5)", "torch.randn(16, 64, 256, 256)"),
+                     2 * 16 * 64 * 256 * 256 * 4, "bytes"),
     "gelu_mingpt": (_problem("0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * "
                              "(x + 0.044715 * torch.pow(x, 3.0))))",
                              "torch.randn(8192, 8192)"),
@@ -69,7 +73,10 @@ NEIGHBOURS = {
                 "online_2048_4w": {"BLOCK_R": 2048, "num_warps": 4}},
     "log_softmax": {"looped": {"variant": "looped"}},
     "layernorm": {"split128": {"SPLIT": 128}, "split32": {"SPLIT": 32},
+                  "split512": {"SPLIT": 512}, "warps4": {"num_warps": 4},
+                  "chunk4096_split64": {"BLOCK_R": 4096, "SPLIT": 64},
                   "online_unsplit": {"variant": "online", "SPLIT": 1}},
+    "rmsnorm_wide": {"split128": {"SPLIT": 128}, "split512": {"SPLIT": 512}},
     "rmsnorm": {"rows128": {"ROWS": 128}, "rows64_4w": {"ROWS": 64, "num_warps": 4},
                 "rows16": {"ROWS": 16}},
     "gelu_mingpt": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
@@ -79,7 +86,9 @@ NEIGHBOURS = {
                "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
                "m64_4w": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 4},
                "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
-               "tma_n256": {"TMA": 1, "BLOCK_N": 256}},
+               "tma_n256": {"TMA": 1, "BLOCK_N": 256},
+               "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0},
+               "k64_stages3": {"BLOCK_K": 64, "num_stages": 3}},
     "gemm_bias_relu": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                        "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},

@@ -70,6 +70,28 @@ def _transposed(an: Analysis) -> tuple[bool, bool]:
     return tuple(an.nodes[r].op == "transpose" for r in mm.refs())
 
 
+KMAJOR_MIN_M = 256  # below this B's copy costs more than the MMAs it speeds up
+
+
+def b_kmajor_pays(an: Analysis) -> bool:
+    """Whether to copy B K-major before the kernel: Hopper's tf32 MMAs (tf32 and tf32x3)
+    take 32-bit operands K-major only, so an N-major fp32 B (a plain ``a @ b``) runs them
+    at about half speed; the copy is one read and one write of B."""
+    return b_kmajor_applies(an) and matmul_dims(an)[0] >= KMAJOR_MIN_M
+
+
+def b_kmajor_applies(an: Analysis) -> bool:
+    """B is a stored N-major fp32 operand (a copy would change its layout)."""
+    b = an.nodes[an.nodes[an.matmul].refs()[1]]
+    return not _transposed(an)[1] and b.dtype == torch.float32
+
+
+def _operand_layout(an: Analysis, params: dict) -> tuple[bool, bool]:
+    """(A, B) stored transposed as the kernel reads them (B after the K-major copy)."""
+    a_t, b_t = _transposed(an)
+    return a_t, b_t or bool(params.get("B_KMAJOR"))
+
+
 def tma_eligible(an: Analysis) -> bool:
     """TMA needs 2-D operands whose stored rows are 16-byte aligned."""
     if _batched(an):
@@ -86,7 +108,7 @@ def tma_eligible(an: Analysis) -> bool:
 
 
 def _tma_descriptors(an: Analysis, params: dict) -> list[str]:
-    a_t, b_t = _transposed(an)
+    a_t, b_t = _operand_layout(an, params)
     bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
     a = f"kh_a.t().contiguous(), [{bk}, {bm}]" if a_t else f"kh_a.contiguous(), [{bm}, {bk}]"
     b = f"kh_b.t().contiguous(), [{bn}, {bk}]" if b_t else f"kh_b.contiguous(), [{bk}, {bn}]"
@@ -232,6 +254,8 @@ def render(an: Analysis, params):
     out_dtype = an.output_dtype if out_is_final else "torch.float32"
     mm_shape = tuple(mm.shape)
     fwd = [f"kh_a = {_operand(an, mm.refs()[0])}", f"kh_b = {_operand(an, mm.refs()[1])}"]
+    if params.get("B_KMAJOR"):  # see b_kmajor_pays; a no-op when B is K-major already
+        fwd.append("kh_b = kh_b.transpose(-1, -2).contiguous().transpose(-1, -2)")
     if batched:
         fwd += ["kh_batch, kh_m, kh_k = kh_a.shape", "kh_n = kh_b.shape[2]",
                 "kh_sa = (kh_a.stride(0), kh_a.stride(1), kh_a.stride(2))",
@@ -261,7 +285,7 @@ def render(an: Analysis, params):
     block_params = ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr",
                     "GROUP_M: tl.constexpr", "SPLIT_K: tl.constexpr", "PRECISION: tl.constexpr"]
     tma = bool(params.get("TMA"))
-    loop = tma_loop(*_transposed(an)) if tma else MATMUL_LOOP.splitlines()
+    loop = tma_loop(*_operand_layout(an, params)) if tma else MATMUL_LOOP.splitlines()
     body = MATMUL_PREAMBLE.splitlines() + loop
     if tma:
         fwd += _tma_descriptors(an, params)

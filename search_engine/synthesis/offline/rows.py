@@ -9,7 +9,12 @@ writes the output last chunk first so the chunks read most recently are still in
 ``sum((x - mean)**2)`` is computed with its mean in the same pass (per-chunk moments merged
 exactly). ``split`` spreads each row over ``SPLIT`` programs (for few, long rows: LayerNorm
 over 4M elements has 16 rows for 132 SMs): one kernel per pass writes per-program partial
-results to a small fp32 workspace, the next kernel combines them and goes on.
+results to a small fp32 workspace, the next kernel combines them and goes on. Its loops keep
+per-lane accumulators and reduce once after the loop (no block-wide reduction per chunk, so
+loads stay in flight); a mean and variance pair keeps per-lane sums shifted by the lane's
+first value, exact enough in fp32 for rows of millions, merged over lanes and programs with
+Chan's formula. Broadcast operands spanning the whole row (LayerNorm's weight and bias) are
+read at the row's flat index, so they load as contiguous vectors.
 
 Strided rows (a reduction over a middle dim, e.g. RMSNorm over channels) take many
 neighbouring rows per program, addressed so their loads coalesce.
@@ -37,6 +42,7 @@ class RowsWriter:
         self.d0, self.d1 = an.reduce_dims[0], an.reduce_dims[-1]
         self.leaves = [i for i in ids if self.nodes[i].op in LEAVES or i in an_extra_leaves(an)]
         self.level = self._levels()
+        self.split = params.get("variant") == "split"
 
     def _levels(self) -> dict[int, str]:
         level = {}
@@ -79,7 +85,7 @@ class RowsWriter:
     def _shape_params(self) -> list[str]:
         params = ["n_rows", "R", "INNER"]
         for i in self.leaves:
-            if leaf_kind(self.nodes[i].shape, self.shape) == "bcast":
+            if leaf_kind(self.nodes[i].shape, self.shape) == "bcast" and not self._flat_leaf(i):
                 params += [f"s{i}_{d}" for d in varying_dims(self.nodes[i].shape, self.shape)]
         params += [f"D{d}: tl.constexpr" for d in range(len(self.shape))]
         return params + ["ROWS: tl.constexpr", "BLOCK_R: tl.constexpr"]
@@ -92,7 +98,9 @@ class RowsWriter:
         lines.append(f"kh_shape = {tuple(shape)!r}")
         call = call + [f"{math.prod(shape) // red}", f"{red}", f"{inner}"]
         for i in self.leaves:
-            if leaf_kind(self.nodes[i].shape, shape) == "bcast":
+            if self._flat_leaf(i):
+                lines.append(f"kh_t{i} = kh_t{i}.contiguous()")  # read at the flat index
+            elif leaf_kind(self.nodes[i].shape, shape) == "bcast":
                 lines.append(f"kh_st{i} = kh_t{i}.expand(kh_shape).stride()")
                 call += [f"kh_st{i}[{d}]" for d in varying_dims(self.nodes[i].shape, shape)]
         return call + [f"{s}" for s in shape]
@@ -109,8 +117,19 @@ class RowsWriter:
     def _needs_group(self, which) -> bool:
         group = set(self._group(which))
         return any(leaf_kind(self.nodes[i].shape, self.shape) == "bcast"
+                   and not self._flat_leaf(i)
                    and group & set(varying_dims(self.nodes[i].shape, self.shape))
                    for i in self.leaves)
+
+    def _flat_leaf(self, i: int) -> bool:
+        """A split row's broadcast operand that varies over exactly the reduced dims (e.g.
+        LayerNorm's weight): a contiguous copy is indexed by the column itself, so it loads
+        as a vector instead of through per-dim coordinates and strides."""
+        if not self.split or self.inner() != 1 or \
+                leaf_kind(self.nodes[i].shape, self.shape) != "bcast":
+            return False
+        reduced = [d for d in self._group("red") if self.shape[d] != 1]
+        return varying_dims(self.nodes[i].shape, self.shape) == reduced
 
     def _coords(self, which, flat=None) -> list[str]:
         dims = list(self._group(which))
@@ -130,6 +149,8 @@ class RowsWriter:
                    ".to(tl.float32)"
         if kind == "scalar":
             return f"tl.load(in{i}_ptr).to(tl.float32)"
+        if self._flat_leaf(i):
+            return f"tl.load(in{i}_ptr + {cols}, mask={mask}, other=0.0).to(tl.float32)"
         off = " + ".join(f"c{d} * s{i}_{d}" for d in varying_dims(node.shape, self.shape))
         return f"tl.load(in{i}_ptr + {off}, mask={mask}, other=0.0).to(tl.float32)"
 
@@ -325,14 +346,19 @@ class RowsWriter:
         for i in group:
             names[i] = f"r{i}"
 
-    def _pass_loop(self, b, group: list[int], names: dict, head: str, end: str) -> "_Pairs":
+    def _pass_loop(self, b, group: list[int], names: dict, head: str, end: str,
+                   lanes: bool = False) -> "_Pairs":
         """Accumulators, then one loop (`head`) over the chunks below `end` updating every
-        reduction of the group; returns the pairs computed together."""
+        reduction of the group; returns the pairs computed together. `lanes`: a mean and
+        variance pair keeps per-lane shifted sums (no block reduction inside the loop)."""
         paired = self._group_pairs(group)
         for i in group:
             kind = paired.get(i, ("",))[0]
             if kind == "online":
                 b.append(f"acc{i} = tl.zeros([ROWS, BLOCK_R], dtype=tl.float32)")
+            elif kind == "moments" and lanes:
+                b += [f"{v}{i} = tl.zeros([ROWS, BLOCK_R], dtype=tl.float32)"
+                      for v in LANE_MOMENTS]
             elif kind == "moments":
                 b += [f"{v}{i} = tl.zeros([ROWS, 1], dtype=tl.float32)"
                       for v in ("cnt", "mu", "m2")]
@@ -353,7 +379,8 @@ class RowsWriter:
             if kind == "online":
                 loop += _online_step(i, p, local[src])
             elif kind == "moments":
-                loop += _moments_step(i, local[src])
+                loop += _lane_moments_step(i, local[src]) if lanes else \
+                    _moments_step(i, local[src])
             else:
                 loop += _accumulator_step(i, self.nodes[i].op, local[src])
         b.extend("    " + line for line in loop)
@@ -383,6 +410,7 @@ class RowsWriter:
     def split_kernels(self) -> list[Kernel]:
         groups = self._reduction_groups(True)
         slots = self.split_slots()
+        wide = ".to(tl.int64)" if math.prod(self.shape) >= 2 ** 31 else ""  # 32-bit offsets
         kernels = []
         for g in range(len(groups) + 1):
             k = Kernel(f"{self.name}_pass{g}" if g < len(groups) else self.name)
@@ -398,7 +426,7 @@ class RowsWriter:
                 b += ["row_id = tl.program_id(0)", "part = tl.program_id(1)"]
             b += ["rows = row_id + tl.arange(0, ROWS)[:, None]", "row_mask = rows < n_rows",
                   "outer = rows // INNER", "inner = rows % INNER",
-                  "base = outer * R * INNER + inner", "seg_lo = part * SEG",
+                  f"base = outer{wide} * R * INNER + inner", "seg_lo = part * SEG",
                   "seg_hi = tl.minimum(seg_lo + SEG, R)"]
             if any(self._needs_group(w) for w in ("outer", "inner")):
                 b.extend(self._coords("outer"))
@@ -413,7 +441,7 @@ class RowsWriter:
                 self._emit_row_deps(b, groups[g], names)
                 paired = self._pass_loop(b, groups[g], names,
                                          "for start in range(seg_lo, seg_hi, BLOCK_R):",
-                                         "seg_hi")
+                                         "seg_hi", lanes=True)
                 self._store_partials(b, groups[g], paired, slots)
             else:
                 b.append("for start in range(seg_lo, seg_hi, BLOCK_R):")
@@ -436,8 +464,9 @@ class RowsWriter:
                 put(i, "m", f"pm{i}")
                 put(i, "s", f"ps{i}")
             elif kind == "moments":
+                b += _lane_moments_merge(i)
                 for v in ("cnt", "mu", "m2"):
-                    put(i, v, f"tl.sum({v}{i})")
+                    put(i, v, f"w{v}{i}")
             else:
                 op = self.nodes[i].op
                 put(i, "v", f"tl.{op}(acc{i})")
@@ -584,6 +613,31 @@ def _moments_step(i: int, x: str) -> list[str]:
             f"m2{i} = m2{i} + cm2{i} + delta{i} * delta{i} * cnt{i} * ccnt{i} "
             f"/ tl.maximum(ntot{i}, 1.0)",
             f"cnt{i} = ntot{i}"]
+
+
+LANE_MOMENTS = ("cnt", "sh", "s1", "s2")
+
+
+def _lane_moments_step(i: int, x: str) -> list[str]:
+    """Per lane: the count and the sums of x - shift and its square, the shift being the
+    lane's first value (so the sums stay small and E[d^2] - E[d]^2 does not cancel)."""
+    return [f"sh{i} = tl.where(start == seg_lo, {x}, sh{i})",
+            f"d{i} = tl.where(mask, {x} - sh{i}, 0.0)",
+            f"cnt{i} += mask.to(tl.float32)",
+            f"s1{i} += d{i}",
+            f"s2{i} += d{i} * d{i}"]
+
+
+def _lane_moments_merge(i: int) -> list[str]:
+    """A program's count, mean and squared deviations from its lanes (Chan): `wcnt`, `wmu`,
+    `wm2`. Lanes that saw nothing carry weight 0 (their shift may be anything)."""
+    return [f"ln{i} = tl.maximum(cnt{i}, 1.0)",
+            f"lmu{i} = tl.where(cnt{i} > 0, sh{i} + s1{i} / ln{i}, 0.0)",
+            f"lm2{i} = s2{i} - s1{i} * (s1{i} / ln{i})",
+            f"wcnt{i} = tl.sum(cnt{i})",
+            f"wmu{i} = tl.sum(cnt{i} * lmu{i}) / tl.maximum(wcnt{i}, 1.0)",
+            f"ld{i} = tl.where(cnt{i} > 0, lmu{i} - wmu{i}, 0.0)",
+            f"wm2{i} = tl.sum(lm2{i}) + tl.sum(cnt{i} * ld{i} * ld{i})"]
 
 
 def splittable(an: Analysis) -> bool:

@@ -84,7 +84,7 @@ def test_few_long_rows_are_split_to_fill_the_gpu_and_arg_reductions_never_are():
     an = OfflineSynthesizer().analysis(problem("F.layer_norm(x, x.shape[1:])",
                                                "torch.randn(2, 8, 64, 64)"))
     params = templates.default_params(an, "h200", "strict")
-    assert params["variant"] == "split" and params["SPLIT"] == 8  # 32768 / 4096 chunks
+    assert params["variant"] == "split" and params["SPLIT"] == 16  # 32768 / 2048 chunks
     many = OfflineSynthesizer().analysis(problem("torch.softmax(x, dim=-1)",
                                                  "torch.randn(600, 9000)"))
     assert templates.default_params(many, "h200", "strict")["variant"] == "online"

@@ -168,3 +168,26 @@ def test_kernels_refuse_shapes_they_were_not_generated_for(run, tmp_path):
     spec.loader.exec_module(module)
     with pytest.raises(ValueError, match="generated for x of shape"):
         module.ModelNew()(torch.randn(3, 5))
+
+
+def test_fp32_b_is_copied_k_major_for_tensor_core_dots(run):
+    """Hopper's tf32 MMAs take 32-bit operands K-major only: a plain a @ b with enough rows
+    copies B K-major first (and stays correct); a Linear's weight (K-major already), a
+    short A, or 16-bit operands keep B as stored."""
+    synthesizer = OfflineSynthesizer()
+    plain = problem("torch.matmul(a, b)", "torch.randn(256, 32), torch.randn(32, 48)",
+                    args="a, b")
+    an = synthesizer.analysis(plain)
+    params = templates.default_params(an, "h200", "strict")
+    assert params["B_KMAJOR"] == 1
+    candidate = synthesizer.render(plain, {**templates.default_params(an, "interpreter",
+                                                                      "strict"), "B_KMAJOR": 1})
+    assert ".transpose(-1, -2).contiguous().transpose(-1, -2)" in candidate
+    check(run, plain, candidate)
+    linear = synthesizer.analysis(library_source("linear_gelu"))
+    assert templates.default_params(linear, "h200", "strict")["B_KMAJOR"] == 0
+    assert not templates.valid(linear, {**templates.default_params(linear, "h200", "strict"),
+                                        "B_KMAJOR": 1})
+    short = synthesizer.analysis(problem("torch.matmul(a, b)",
+                                         "torch.randn(16, 32), torch.randn(32, 48)", args="a, b"))
+    assert templates.default_params(short, "h200", "strict")["B_KMAJOR"] == 0
