@@ -20,11 +20,15 @@ from rest_framework.exceptions import Throttled
 from kernelhub import placement
 from kernelhub.api.models import Evaluation
 from kernelhub.teams.models import ApiKey, Team
+from search_engine.evaluation.result import EvaluationResult
 from search_engine.protocols import EvaluationRequest
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
+# The result's headline facts have columns (filters, OData, exports); `result` stores the rest.
+HEADLINE = ("status", "reward", "speedup_vs_eager", "speedup_vs_compile", "coverage")
+CLI_KEYS = tuple(EvaluationResult.__dataclass_fields__)  # the CLI's --json key order
 MAX_SOURCE_BYTES = 200_000
 DEFAULT_MAX_PENDING_PER_KEY = 256
 _PROCESS_STARTED = timezone.now()
@@ -127,15 +131,35 @@ def _store_future(pk: int, future) -> None:
 
 
 def evaluation_store_result(pk: int, data: dict) -> None:
+    """Store what the evaluator said: the headline facts in their columns, the rest in
+    `result` (each fact once; `evaluation_result` composes the whole object again)."""
     failed = data.get("status") == "error"
     Evaluation.objects.filter(pk=pk, state__in=Evaluation.PENDING_STATES).update(
         state=Evaluation.State.ERROR if failed else Evaluation.State.DONE,
-        result=data, status=data.get("status", ""),
+        result={key: value for key, value in data.items() if key not in HEADLINE},
+        status=data.get("status", ""),
         reward=None if failed else data.get("reward"),
         speedup_vs_eager=data.get("speedup_vs_eager"),
         speedup_vs_compile=data.get("speedup_vs_compile"),
         coverage=data.get("coverage"), finished_at=timezone.now(),
     )
+
+
+def evaluation_result(evaluation: Evaluation) -> dict | None:
+    """What `python -m search_engine evaluate --json` printed for it, in the CLI's key order
+    (None while pending): the stored rest with the headline columns put back. An `error`
+    result is `{"status": "error", "message"}`, as the CLI prints it."""
+    stored = evaluation.result
+    if stored is None:
+        return None
+    if evaluation.state == Evaluation.State.ERROR:
+        return {"status": evaluation.status, **stored}
+    whole = {**stored, **{key: getattr(evaluation, key) for key in HEADLINE}}
+    return {key: whole[key] for key in sorted(whole, key=_cli_position)}
+
+
+def _cli_position(key: str) -> int:
+    return CLI_KEYS.index(key) if key in CLI_KEYS else len(CLI_KEYS)
 
 
 def evaluation_refresh(evaluation: Evaluation) -> Evaluation:

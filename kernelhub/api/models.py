@@ -12,9 +12,11 @@ from kernelhub.teams.models import ApiKey, Team
 class Evaluation(models.Model):
     """One candidate submitted to `POST /api/v1/evaluations` and what the evaluator said.
 
-    `result` holds exactly what `python -m search_engine evaluate --json` prints: an
+    The API's `result` is exactly what `python -m search_engine evaluate --json` prints: an
     `EvaluationResult.to_dict()`, or `{"status": "error", "message": ...}` when the problem,
-    target or policy could not be evaluated at all.
+    target or policy could not be evaluated at all. Each fact is stored once: the headline
+    numbers in their columns, the rest in `result`; `kernelhub.api.evaluations
+    .evaluation_result` composes the whole object.
     """
 
     class State(models.TextChoices):
@@ -46,7 +48,7 @@ class Evaluation(models.Model):
     state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
     task_id = models.CharField(max_length=64, blank=True)  # Celery task id (distributed mode)
     result = models.JSONField(null=True, blank=True)
-    # Copies of the result's headline numbers, for filters, OData and exports.
+    # The result's headline facts (not repeated in `result`), for filters, OData and exports.
     status = models.CharField(max_length=32, blank=True)
     reward = models.FloatField(null=True, blank=True)
     speedup_vs_eager = models.FloatField(null=True, blank=True)

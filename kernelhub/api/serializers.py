@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from kernelhub.api.evaluations import MAX_BATCH, MAX_SOURCE_BYTES
+from kernelhub.api.evaluations import MAX_BATCH, MAX_SOURCE_BYTES, evaluation_result
 from kernelhub.api.models import Evaluation
 from kernelhub.optimization.models import Budget, Candidate, HardwareTarget, Problem, SearchSession
 from kernelhub.optimization.services import PRECISION_POLICIES
@@ -170,8 +170,7 @@ class KernelSerializer(ReviewSerializer):
 
 class EvaluationSerializer(serializers.ModelSerializer):
     problem = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
-    result = serializers.JSONField(
-        read_only=True, allow_null=True,
+    result = serializers.SerializerMethodField(
         help_text="What `python -m search_engine evaluate --json` prints; null while pending.")
 
     class Meta:
@@ -179,6 +178,10 @@ class EvaluationSerializer(serializers.ModelSerializer):
         fields = ["id", "batch_id", "state", "status", "reward", "problem", "problem_name",
                   "target", "precision_policy", "timeout_s", "submitted_at", "finished_at",
                   "result"]
+
+    @extend_schema_field(serializers.JSONField(allow_null=True))
+    def get_result(self, evaluation: Evaluation) -> dict | None:
+        return evaluation_result(evaluation)
 
 
 class EvaluationItemSerializer(serializers.Serializer):

@@ -198,7 +198,9 @@ class Candidate(models.Model):
     timing = models.JSONField(default=dict, blank=True)
     diagnostics = models.JSONField(default=dict, blank=True)
     integrity_flags = models.JSONField(default=list, blank=True)
-    result = models.JSONField(default=dict, blank=True)  # the whole EvaluationResult
+    # The rest of the EvaluationResult: what has no column above (per-trial errors, target,
+    # speedup label, ...); kernelhub.optimization.candidates composes the whole result.
+    result = models.JSONField(default=dict, blank=True)
     retrieved_context = models.JSONField(default=list, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -22,12 +22,14 @@ from django.utils import timezone
 
 from kernelhub import placement
 from kernelhub.optimization import ledger
+from kernelhub.optimization.candidates import candidate_live_event, candidate_record
 from kernelhub.optimization.events import publish_session_event
 from kernelhub.optimization.models import SearchSession
 from kernelhub.optimization.services import (
     session_add_llm_usage, session_llm_outage, session_propose_best, session_set_status,
     candidate_record_created, candidate_record_result, session_record_best,
 )
+from search_engine.candidate import CandidateRecord
 
 logger = logging.getLogger(__name__)
 
@@ -97,15 +99,9 @@ def make_search_config(session: SearchSession):
 
 def stored_node_dicts(session: SearchSession) -> list[dict[str, Any]]:
     """The session's candidates as search_engine node dicts (see search_engine/search/tree.py)."""
-    nodes = []
-    for c in session.candidates.select_related("parent").order_by("id"):
-        nodes.append({
-            "id": int(c.node_id), "parent_id": int(c.parent.node_id) if c.parent else None,
-            "depth": c.depth, "source": c.source, "origin": c.origin, "status": c.status,
-            "result": c.result or None, "advantage": c.advantage,
-            "baselines": session.baseline if c.parent is None else {},
-        })
-    return nodes
+    return [candidate_record(c, baselines=session.baseline if c.parent is None else None
+                             ).to_node()
+            for c in session.candidates.select_related("parent").order_by("id")]
 
 
 # -- recording events -------------------------------------------------------------------------
@@ -176,24 +172,11 @@ class SessionRecorder:
 
     def compact(self, node: dict, pk: int) -> dict:
         """What the live page needs of a node (sources and full results stay in the rows)."""
-        summary = node.get("diagnostics_summary") or {}
-        origin = node.get("origin") or {}
         counts = SearchSession.objects.values("evaluated_count", "budget_evaluations").get(
             pk=self.session.pk)
-        return {
-            "candidate_pk": pk, "node_id": str(node["id"]),
-            "parent_node_id": None if node.get("parent_id") is None else str(node["parent_id"]),
-            "depth": node.get("depth", 0), "status": node.get("status"),
-            "reward": node.get("reward"), "advantage": node.get("advantage"),
-            "speedup_vs_eager": node.get("speedup_vs_eager"),
-            "speedup_vs_compile": node.get("speedup_vs_compile"),
-            "coverage": node.get("coverage"), "bottleneck": summary.get("bottleneck", ""),
-            "reason": summary.get("reason", ""), "message": summary.get("message", "")[:300],
-            "transformation": origin.get("transformation", ""),
-            "synthesizer": origin.get("synthesizer", ""),
-            "advantages": node.get("advantages") or {},
-            "evaluated": counts["evaluated_count"], "budget": counts["budget_evaluations"],
-        }
+        return candidate_live_event(
+            CandidateRecord.from_node(node), pk, advantages=node.get("advantages") or {},
+            evaluated=counts["evaluated_count"], budget=counts["budget_evaluations"])
 
 
 # -- the loop -----------------------------------------------------------------------------------
@@ -337,11 +320,11 @@ def distill_skills(session: SearchSession, outcome) -> None:
 
 def skill_node(node: dict, session: SearchSession) -> dict:
     """A node in the shape `knowledge.services.distill_session_skills` reads."""
-    result = node.get("result") or {}
+    record = CandidateRecord.from_node(node)
     return {
         **node,
-        "diagnostics": {"bottleneck": (node.get("diagnostics_summary") or {}).get("bottleneck")},
-        "integrity_flags": result.get("integrity_flags") or [],
+        "diagnostics": {"bottleneck": record.bottleneck or None},
+        "integrity_flags": record.integrity_flags,
         "family": session.problem.family, "hardware": session.hardware.name,
         "session": session.pk,
     }

@@ -18,6 +18,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer
 
 from kernelhub.optimization import services
+from kernelhub.optimization.candidates import candidate_details
 from kernelhub.optimization.forms import SessionForm
 from kernelhub.optimization.models import Problem, SearchSession
 from kernelhub import charts
@@ -269,7 +270,7 @@ def candidate_detail(request, pk: int):
         (parent.source if parent else "").splitlines(keepends=True),
         candidate.source.splitlines(keepends=True),
         fromfile=f"{parent.node_id if parent else 'empty'}.py", tofile=f"{candidate.node_id}.py"))
-    result = candidate.result or {}
+    details = candidate_details(candidate)  # what of the result has no column
     return render(request, "optimization/candidate_detail.html", {
         "candidate": candidate, "session": session, "parent": parent,
         "source_html": highlight(candidate.source or "# (no source)\n", PythonLexer(), formatter),
@@ -278,13 +279,13 @@ def candidate_detail(request, pk: int):
         if diff_lines else "",
         "diff_stats": _diff_stats(diff_lines),
         "code_css": HtmlFormatter(style=CODE_STYLE).get_style_defs(".highlight"),
-        "timing_rows": _timing_rows(candidate.timing or result.get("timing") or {}),
-        "trials": result.get("correctness") or [],
+        "timing_rows": _timing_rows(candidate.timing or {}),
+        "trials": details.get("correctness") or [],
         "kernels": (candidate.diagnostics or {}).get("kernels") or [],
         "bottleneck": (candidate.diagnostics or {}).get("bottleneck") or {},
         "roofline": (candidate.diagnostics or {}).get("roofline") or {},
-        "logs": result.get("logs") or "",
-        "speedup_label": _speedup_label(candidate, result),
+        "logs": details.get("logs") or "",
+        "speedup_label": _speedup_label(candidate, details),
         "is_interpreter": session.hardware.is_interpreter,
         "params_text": _params_text((candidate.origin or {}).get("params")),
         "roofline_chart": charts.figure_json(
@@ -298,9 +299,9 @@ def candidate_detail(request, pk: int):
     })
 
 
-def _speedup_label(candidate, result: dict) -> str:
+def _speedup_label(candidate, details: dict) -> str:
     """What the timings mean, in words a reader can check against the numbers shown."""
-    label = result.get("speedup_label") or ""
+    label = details.get("speedup_label") or ""
     if candidate.session.hardware.is_interpreter or label.startswith("interpreter"):
         return ("Interpreter target: correctness check only — timings are CPU wall-clock of the "
                 "Triton interpreter and are not comparable with eager PyTorch, so no speedup "

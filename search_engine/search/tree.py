@@ -29,6 +29,8 @@ Node dict (what `Node.to_dict()` returns, what events carry and what the web app
       "baselines": {"eager_ms": ..., "compile_ms": ...},  # root only, once measured
       "result": {...} | None,       # EvaluationResult.to_dict() without logs
     }
+
+Whoever stores nodes reads them as `search_engine.candidate.CandidateRecord` (one shape).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from search_engine.candidate import bottleneck_of
 from search_engine.evaluation.result import EvaluationResult, is_tainted
 from search_engine.synthesis.base import NodeView
 
@@ -72,9 +75,7 @@ class Node:
     def diagnostics_summary(self) -> dict[str, Any]:
         if self.result is None:
             return {}
-        bottleneck = self.result.diagnostics.get("bottleneck", {})
-        if not isinstance(bottleneck, dict):
-            bottleneck = {"class": str(bottleneck)}
+        bottleneck = bottleneck_of(self.result.diagnostics)
         return {
             "bottleneck": bottleneck.get("class", ""),
             "reason": bottleneck.get("reason", ""),

@@ -5,7 +5,8 @@ import zlib
 
 import pytest
 
-from knowledge import ingestion, services
+from knowledge import ingestion
+from knowledge.services import indexing
 from knowledge.errors import KnowledgeInputError
 from knowledge.ingestion import IngestProgress, prepare
 from knowledge.models import Chunk, Document
@@ -89,7 +90,7 @@ def test_cancel_stops_indexing_and_keeps_nothing(kb, pdfs, monkeypatch):
 
     monkeypatch.setattr(ingestion, "embed", embed_then_cancel)
     monkeypatch.setattr(ingestion, "EMBED_BATCH", 2)
-    monkeypatch.setattr(services, "PROGRESS_INTERVAL_S", 0)  # every report checks
+    monkeypatch.setattr(indexing, "PROGRESS_INTERVAL_S", 0)  # every report checks
     document = document_process(document.pk)
     assert document.status == Document.Status.FAILED
     assert document.message == "Indexing cancelled"
