@@ -5,9 +5,9 @@
       (pure pipeline: same parser, chunker, model, BM25 and fusion as the app; exact
       cosine search in numpy in place of Chroma's HNSW).
   python benchmarks/kb_bench.py pdf [PDF ...]
-      PDF pages/s end to end through the real services (parse in parallel workers, chunk,
+      PDF pages/s end to end through the real services (parse in worker processes, chunk,
       embed, Chroma + DB), with the time of each stage; default: the corpus PDFs and any
-      PDF manual under /usr/share/doc.
+      PDF manual under /usr/share/doc. KB_PDF_PARSER=pypdf measures the pypdf parser.
   python benchmarks/kb_bench.py diagnostics
       how often the prompt of a search node carries the passage (and the section) it needs,
       with diagnostics-keyed retrieval and with a plain query (knowledge.evaluation.NODE_CASES).
@@ -141,12 +141,15 @@ def run_pdf(args) -> None:
     _setup_django(Path(tempfile.mkdtemp(prefix="kb-bench-pdf-")))
     from knowledge import ingestion
     from knowledge.embeddings import embed
+    from knowledge.parsing.pdf import pdfium_available
     from knowledge.services import document_process, document_upload
 
     paths = [Path(p) for p in args.pdfs] or (
         [args.corpus / p for p in DEFAULT_PDFS] + sorted(Path("/usr/share/doc").glob("*/*.pdf")))
     embed(["warm up the model"])
     print(_backend_line())
+    print("PDF parser: " + ("PDFium (pypdfium2), pypdf for files it cannot read"
+                            if pdfium_available() else "pypdf"))
     stages: dict[str, float] = {}
     real_prepare = ingestion.prepare
 
@@ -174,8 +177,8 @@ def run_pdf(args) -> None:
         finally:
             close()
 
-    from knowledge import services
-    services.prepare = prepare
+    from knowledge.services import indexing
+    indexing.prepare = prepare
     total_pages = total_chunks = 0
     started = time.perf_counter()
     for path in paths:

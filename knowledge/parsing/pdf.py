@@ -25,7 +25,10 @@ MEMORY_BYTES = 1536 * 1024 * 1024
 TIMEOUT_S = 300
 # Below this size one process parses the whole file: a second one would cost more to start
 # than it saves. Above it, one worker per core (KB_PDF_WORKERS) each takes every n-th page.
+# PDFium reads ~300 text pages/s in one process, so only a very large file pays for a
+# second one (each costs ~0.1 s to start); pypdf, ~15x slower, pays for it far sooner.
 PARALLEL_MIN_BYTES = 256 * 1024
+PARALLEL_MIN_BYTES_PDFIUM = 8 * 1024 * 1024
 PDF_WORKERS = int(os.environ.get("KB_PDF_WORKERS", str(min(4, os.cpu_count() or 1))))
 
 PageProgress = Callable[[int, int], None]  # (pages parsed, pages in the file)
@@ -35,12 +38,25 @@ def parse_pdf(name: str, data: bytes, *, max_pages: int, timeout_s: float = TIME
               memory_bytes: int = MEMORY_BYTES, workers: int | None = None,
               on_page: PageProgress = lambda done, total: None) -> ParsedDocument:
     if workers is None:
-        workers = PDF_WORKERS if len(data) >= PARALLEL_MIN_BYTES else 1
+        workers = PDF_WORKERS if len(data) >= _parallel_min_bytes() else 1
     result = run_workers(name, data, max_pages=max_pages, timeout_s=timeout_s,
                          memory_bytes=memory_bytes, workers=max(1, workers), on_page=on_page)
     document = pages_to_document(result["pages"], result.get("outline", []), result.get("title", ""))
     document.failed_pages = [(index + 1, why) for index, why in result["failed"]]
     return document
+
+
+def pdfium_available() -> bool:
+    """Whether the workers read ordinary files with PDFium (else with pypdf)."""
+    import importlib.util
+
+    from knowledge.parsing.pdf_worker import pdfium_wanted
+
+    return pdfium_wanted() and importlib.util.find_spec("pypdfium2") is not None
+
+
+def _parallel_min_bytes() -> int:
+    return PARALLEL_MIN_BYTES_PDFIUM if pdfium_available() else PARALLEL_MIN_BYTES
 
 
 def run_workers(name: str, data: bytes, *, max_pages: int, timeout_s: float, memory_bytes: int,

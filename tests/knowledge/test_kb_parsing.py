@@ -120,3 +120,103 @@ def test_pdf_pages_and_bookmark_sections(pdfs):
 def test_whitespace_only_document_is_empty():
     with pytest.raises(KnowledgeInputError, match="contains no text"):
         parse_bytes("t.rst", b"..  a comment only\n\n", "rst")
+
+
+def _nested_outline_pdf(pdfs) -> bytes:
+    """Three pages; a chapter bookmark with two nested section bookmarks."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    pages = [["Memory", "Coalesce global loads."], ["Tiles", "Use shared memory tiles."],
+             ["Banks", "Pad the tile (32 banks)", "to avoid conflicts; re-", "use data."]]
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdfs.make(pages))))
+    chapter = writer.add_outline_item("Memory", 0)
+    writer.add_outline_item("Tiles", 1, parent=chapter)
+    writer.add_outline_item("Banks", 2, parent=chapter)
+    writer.add_metadata({"/Title": "Tuning guide"})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_pdfium_and_pypdf_extract_the_same_pages_outline_and_sections(pdfs, tmp_path, monkeypatch):
+    import pypdfium2
+
+    from knowledge.parsing import pdf_worker
+    from knowledge.parsing.pdf import pages_to_document
+
+    path = tmp_path / "m.pdf"
+    path.write_bytes(_nested_outline_pdf(pdfs))
+    fast = pdf_worker.extract(str(path), 10, pdfium=pypdfium2)
+    slow = pdf_worker.extract(str(path), 10, pdfium=None)
+    assert fast["outline"] == slow["outline"] == [["Memory", 0, 0], ["Tiles", 1, 1], ["Banks", 2, 1]]
+    assert fast["title"] == slow["title"] == "Tuning guide"
+    assert [text.split() for _, text in fast["pages"]] == [text.split() for _, text in slow["pages"]]
+    assert "\r" not in "".join(text for _, text in fast["pages"])
+    sections = [(b.section, b.page) for b in pages_to_document(
+        [text for _, text in fast["pages"]], fast["outline"], fast["title"]).blocks]
+    assert sections == [("Memory", 1), ("Memory > Tiles", 2), ("Memory > Banks", 3)]
+    # The whole parser, in its child process, takes the PDFium path unless told otherwise.
+    monkeypatch.setenv("KB_PDF_PARSER", "pypdf")
+    by_pypdf = parse_bytes("m.pdf", path.read_bytes(), "pdf")
+    monkeypatch.delenv("KB_PDF_PARSER")
+    by_pdfium = parse_bytes("m.pdf", path.read_bytes(), "pdf")
+    assert [(b.section, b.page, b.text.split()) for b in by_pdfium.blocks] == \
+        [(b.section, b.page, b.text.split()) for b in by_pypdf.blocks]
+
+
+def test_pdfium_path_is_taken_for_ordinary_files_and_pypdf_for_bombs(pdfs, tmp_path, monkeypatch):
+    import pypdfium2
+
+    from knowledge.parsing import pdf_worker
+
+    ordinary, bomb = tmp_path / "ok.pdf", tmp_path / "bomb.pdf"
+    ordinary.write_bytes(pdfs.make([["Plain text page."]]))
+    bomb.write_bytes(pdfs.bomb())
+    assert not pdf_worker.has_oversized_stream(str(ordinary))
+    assert pdf_worker.has_oversized_stream(str(bomb))  # inflates past STREAM_LIMIT
+
+    def refuse(*args):
+        raise AssertionError("wrong extractor")
+
+    monkeypatch.setattr(pdf_worker, "_extract_pypdf", refuse)
+    assert "Plain text page." in pdf_worker.extract(str(ordinary), 10, pdfium=pypdfium2)["pages"][0][1]
+    monkeypatch.undo()
+    monkeypatch.setattr(pdf_worker, "_extract_pdfium", refuse)
+    result = pdf_worker.extract(str(bomb), 10, pdfium=pypdfium2)
+    assert "safety limits" in result["failed"][0][1]  # pypdf's limit held on that page
+
+
+def test_pdf_parser_choice_sets_when_a_second_worker_pays(monkeypatch):
+    from knowledge.parsing import pdf
+
+    assert pdf.pdfium_available()
+    assert pdf._parallel_min_bytes() == pdf.PARALLEL_MIN_BYTES_PDFIUM
+    monkeypatch.setenv("KB_PDF_PARSER", "pypdf")
+    assert not pdf.pdfium_available()
+    assert pdf._parallel_min_bytes() == pdf.PARALLEL_MIN_BYTES
+    monkeypatch.setenv("KB_PDF_PARSER", "mupdf")
+    with pytest.raises(ValueError, match="KB_PDF_PARSER"):
+        pdf.pdfium_available()
+
+
+def test_pdfium_page_that_fails_is_listed_and_the_rest_still_count(pdfs, tmp_path, monkeypatch):
+    import pypdfium2
+
+    from knowledge.parsing import pdf_worker
+
+    path = tmp_path / "m.pdf"
+    path.write_bytes(pdfs.make([["First page."], ["Broken page."], ["Third page."]]))
+    real = pdf_worker._pdfium_page_text
+
+    def page_text(document, index):
+        if index == 1:
+            raise pypdfium2.PdfiumError("bad content stream")
+        return real(document, index)
+
+    monkeypatch.setattr(pdf_worker, "_pdfium_page_text", page_text)
+    result = pdf_worker.extract(str(path), 10, pdfium=pypdfium2)
+    assert [index for index, _ in result["pages"]] == [0, 2]
+    assert result["failed"] == [[1, "PdfiumError: bad content stream"]]
+    assert "Third page." in result["pages"][1][1]
