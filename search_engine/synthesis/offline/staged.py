@@ -666,7 +666,8 @@ def random_params(an: Analysis, base: dict[str, Any], rng) -> dict[str, Any]:
     return {**base, **{k: rng.choice(v) for k, v in SPACE.items()}}
 
 
-def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng) -> list[str]:
+def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
+                  params: dict | None = None) -> list[str]:
     """Moves as `±` steps of one parameter; the diagnosis picks which come first."""
     order = {"failure": ["BLOCK_M-", "BLOCK_N-", "BLOCK_R-", "BLOCK-", "num_warps-"],
              "memory": ["BLOCK+", "BLOCK_O+", "BLOCK_R+", "num_warps+"],

@@ -118,13 +118,13 @@ class OfflineSynthesizer:
 
     def _moves(self, an, params, diagnosis, policy, rng, request):
         out = []
-        for move in family_module(an).ordered_moves(an, diagnosis, policy, rng):
+        for move in family_module(an).ordered_moves(an, diagnosis, policy, rng, params):
             new = family_module(an).apply_move(an, params, move)
             if new is not None:
                 out.append((move, new))
         # two moves at once when single moves are exhausted (already in the tree)
         for first, new in list(out):
-            for move in family_module(an).ordered_moves(an, diagnosis, policy, rng)[:4]:
+            for move in family_module(an).ordered_moves(an, diagnosis, policy, rng, new)[:4]:
                 twice = family_module(an).apply_move(an, new, move)
                 if twice is not None:
                     out.append((f"{first}+{move}", twice))

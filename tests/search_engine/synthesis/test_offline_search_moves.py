@@ -198,3 +198,19 @@ def test_moves_pass_the_evaluators_trials(source, change, local_executor):
         target="interpreter", precision_policy="strict", timeout_s=300)).result()
     assert result.status == "correct", result.message
     assert torch.isfinite(torch.tensor(result.reward))
+
+
+def test_a_split_parent_tries_unsplitting_moves_last():
+    """Few long rows are split because one program per row leaves the SMs idle: from a
+    split parent, the moves back to one program per row come after every other move."""
+    import random
+
+    an = OfflineSynthesizer().analysis(problem("F.layer_norm(x, x.shape[1:])",
+                                               "torch.randn(2, 8, 64, 64)"))
+    params = templates.default_params(an, "h200", "strict")
+    moves = templates.ordered_moves(an, "memory", "strict", random.Random(0), params)
+    tail = moves[-len(templates.UNSPLIT_MOVES):]
+    assert set(tail) == set(templates.UNSPLIT_MOVES) and moves[0] not in templates.UNSPLIT_MOVES
+    unsplit = {**params, "variant": "online", "SPLIT": 1}  # other parents: the usual order
+    assert templates.ordered_moves(an, "memory", "strict", random.Random(0), unsplit) == \
+        templates.ordered_moves(an, "memory", "strict", random.Random(0))
