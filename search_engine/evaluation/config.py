@@ -107,6 +107,10 @@ class EvaluationConfig:
                 "max_reps": self.max_reps, "l2_flush_factor": self.l2_flush_factor,
                 "interpreter_reps": self.interpreter_reps}
 
+    def __post_init__(self):
+        if self.compile_pass not in ("auto", "on", "off"):
+            raise ValueError(f"compile_pass must be auto, on or off, not {self.compile_pass!r}")
+
     def resident_on(self, device: str) -> bool:
         if self.resident not in ("auto", "on", "off"):
             raise ValueError(f"resident must be auto, on or off, not {self.resident!r}")

@@ -59,3 +59,12 @@ def test_a_broken_kernel_gets_the_same_status_with_or_without_the_pass(run_eval)
     with_pass = run_eval(broken, compile_pass="on")
     without = run_eval(broken, compile_pass="off")
     assert with_pass.status == without.status != "correct", (with_pass.status, without.status)
+
+
+def test_a_bad_compile_pass_setting_is_a_clear_error():
+    import pytest
+
+    from search_engine.evaluation.config import EvaluationConfig
+
+    with pytest.raises(ValueError, match="compile_pass must be auto, on or off"):
+        EvaluationConfig(compile_pass="sometimes")
