@@ -42,7 +42,7 @@ class SandboxLimits:
     cpu_seconds_per_wall_second: float = 4.0  # RLIMIT_CPU = timeout * this
     network: str = "auto"          # "auto": unshare -n when the host allows; "required"; "off"
     kill_grace_s: float = 2.0      # between SIGTERM and SIGKILL
-    # OS isolation (search_engine/evaluation/isolation.py): "auto" uses every layer this host
+    # OS isolation (search_engine/evaluation/isolation/): "auto" uses every layer this host
     # gives and reports the rest; "required": user, PID, mount, network and memory layers must
     # all work (else IsolationUnavailable); "off": a plain subprocess in its own session.
     isolation: str = "auto"

@@ -32,6 +32,9 @@ count, also those of rejected and failed attempts (``synthesis_failed`` events).
 Termination: ``budget`` evaluations, ``max_seconds`` wall clock, ``max_cost_usd`` (LLM), a
 plateau (no best-reward gain above ``plateau_epsilon`` in ``plateau_window`` evaluations),
 the synthesizer running out of new candidates, or cancel().
+
+The runner's synthesis steps live in synthesis_steps.py and its evaluation steps in
+evaluation_steps.py; this module holds the configuration, the control loop and its stops.
 """
 
 from __future__ import annotations
@@ -45,17 +48,17 @@ from typing import Any, Callable
 
 from search_engine.evaluation.result import EvaluationResult
 from search_engine.hardware import HardwareTarget, get_target
-from search_engine.protocols import (
-    ContextPassage, ContextProvider, EvaluationRequest, Executor, NullContextProvider,
-)
-from search_engine.search import categories as cats
+from search_engine.protocols import ContextProvider, Executor, NullContextProvider
 from search_engine.search import credit
+from search_engine.search.evaluation_steps import EvaluationSteps
 from search_engine.search.events import EventEmitter
-from search_engine.search.memory import memory_view
-from search_engine.search.policies import Expansion, make_policy, record_move_effect
+from search_engine.search.policies import make_policy
 from search_engine.search.skill_priors import SkillGuide
+from search_engine.search.synthesis_steps import (  # noqa: F401
+    SynthesisSteps, _Pending, context_query,
+)
 from search_engine.search.tree import CANCELLED, PENDING, REFERENCE, Node, SearchTree
-from search_engine.synthesis.base import NodeView, NotCoveredError, Proposal, SynthesisRequest
+from search_engine.synthesis.base import NotCoveredError
 
 RUNNING, PAUSED, COMPLETED, CANCELLED_STATUS, FAILED = (
     "running", "paused", "completed", "cancelled", "failed")
@@ -109,47 +112,7 @@ class SearchOutcome:
         return asdict(self)
 
 
-def context_query(view: NodeView, family: str, target: HardwareTarget) -> tuple[str, list[str]]:
-    """A retrieval query keyed on the node's diagnosis, and the knowledge-base categories to
-    search (the shared vocabulary of search_engine/search/categories.py)."""
-    hw = target.name.upper()
-    family = family or "this operator"
-    status = view.status
-    bottleneck = view.diagnostics.get("bottleneck", {})
-    klass = bottleneck.get("class", "") if isinstance(bottleneck, dict) else str(bottleneck)
-    if status == "compile_error":
-        return ("Triton compiler guidance: fixing compilation errors, tl.constexpr block "
-                "sizes, tl.dot shape and dtype rules", cats.categories_for("compile"))
-    if status in ("runtime_error", "timeout"):
-        return ("Triton runtime errors: masks and out-of-bounds accesses, launch grids, "
-                "illegal memory access", cats.categories_for("runtime"))
-    if status == "incorrect":
-        return ("numerical correctness in Triton kernels: masking reductions, accumulation "
-                "precision, tf32 versus ieee dot products", cats.categories_for("correctness"))
-    if status == "rejected_lazy" or (view.coverage is not None and view.coverage < 0.5):
-        return ("put the real work in your kernel: fuse the computation into your own Triton "
-                "kernel instead of calling torch operators", cats.categories_for("fusion"))
-    keyed = cats.bottleneck_query(klass, hw, family)
-    if keyed is not None:
-        return keyed[0], cats.categories_for(keyed[1])
-    return f"writing fast Triton kernels for {family} on {hw}", cats.categories_for("general")
-
-
-@dataclass
-class _Pending:
-    """One step's synthesis in flight."""
-
-    expansion: Expansion
-    parent_id: int
-    memory_mode: str
-    query: str
-    passages: list[ContextPassage]
-    count: int
-    batch: list[int]
-    future: Future | None = None
-
-
-class SearchRunner:
+class SearchRunner(SynthesisSteps, EvaluationSteps):
     def __init__(self, problem_source: str, target: HardwareTarget | str, synthesizer,
                  executor: Executor, config: SearchConfig | None = None,
                  context: ContextProvider | None = None,
@@ -402,133 +365,6 @@ class SearchRunner:
                 return True
         return False
 
-    def _launch(self, expansion: Expansion, count: int) -> "_Pending":
-        parent = self.tree.nodes[expansion.parent_id]
-        view = parent.view()
-        memory = memory_view(self.tree, parent.id, expansion.memory_mode)
-        passages, query = self._retrieve(view)
-        second = self.tree.nodes.get(expansion.second_parent_id) \
-            if expansion.second_parent_id is not None else None
-        request = SynthesisRequest(
-            problem_source=self.problem_source, target=self.target, parent=view, memory=memory,
-            context=passages, context_query=query,
-            precision_policy=self.config.precision_policy,
-            second_parent=second.view() if second else None, known_sources=self.tree.sources())
-        rng = self._rng("propose")
-        pending = _Pending(expansion=expansion, parent_id=parent.id, memory_mode=memory.mode,
-                           query=query, passages=passages, count=count, batch=[])
-        self._batches.append(pending.batch)  # the step's place in the order, filled on landing
-        drawn = self.skills.children(self.synthesizer, request, count)
-        if drawn:  # the first children come from skills, inline
-            pending.future = Future()
-            pending.future.set_result(drawn)
-        elif self._async:
-            if self._synth_pool is None:
-                self._synth_pool = ThreadPoolExecutor(
-                    max_workers=max(1, self.config.max_synthesis_in_flight),
-                    thread_name_prefix="synthesis")
-            pending.future = self._synth_pool.submit(self.synthesizer.propose, request, count,
-                                                     rng)
-            pending.future.add_done_callback(lambda _f: self._wake.set())
-        else:
-            pending.future = Future()
-            try:
-                pending.future.set_result(self.synthesizer.propose(request, count, rng))
-            except NotCoveredError:
-                raise
-            except Exception as exc:
-                pending.future.set_exception(exc)
-        self._pending.append(pending)
-        return pending
-
-    def _land_finished(self) -> None:
-        for pending in [p for p in self._pending if p.future.done()]:
-            self._land(pending)
-
-    def _land(self, pending: "_Pending") -> int:
-        """Turn a finished synthesis into nodes (submitted for evaluation); the number made."""
-        self._pending.remove(pending)
-        try:
-            proposals = pending.future.result()
-        except NotCoveredError:
-            raise
-        except Exception as exc:  # an endpoint that keeps failing: pause or try another step
-            self._drop_batch(pending.batch)
-            self._synthesis_failed(pending, exc)
-            return 0
-        self._synthesis_error = ""
-        self._failures = 0
-        if self._outage is not None:
-            self._outage_over()
-        nodes = []
-        for proposal in proposals[:pending.count]:
-            nodes.append(self._node_from(proposal, pending))
-        for proposal in proposals[pending.count:]:  # answered but unused: still paid for
-            self._add_usage(proposal.usage)
-        if not nodes:
-            self._drop_batch(pending.batch)
-            self._empty_streak += 1
-            return 0
-        self._empty_streak = 0
-        self._submit(nodes, batch=pending.batch)
-        return len(nodes)
-
-    def _drop_batch(self, batch: list[int]) -> None:
-        for i, b in enumerate(self._batches):
-            if b is batch:
-                del self._batches[i]
-                return
-
-    def _node_from(self, proposal: Proposal, pending: "_Pending") -> Node:
-        parent = self.tree.nodes[pending.parent_id]
-        origin = proposal.origin(getattr(self.synthesizer, "name", "synthesizer"))
-        sent_passages = (proposal.sent or {}).get("passages")
-        origin.update(memory_mode=pending.memory_mode, context_query=pending.query,
-                      context=sent_passages if sent_passages is not None else [
-                          {"document": p.document, "page": p.page, "score": p.score,
-                           "kind": p.kind} for p in pending.passages],
-                      second_parent_id=pending.expansion.second_parent_id,
-                      **pending.expansion.tags)
-        origin.update(self.skills.origin_tags(proposal.source, pending.passages))
-        self._add_usage(proposal.usage)
-        node = self.tree.add(Node(self.tree.new_id(), parent.id, parent.depth + 1,
-                                  proposal.source, origin))
-        self.events.emit("node_created", node.to_dict())
-        return node
-
-    def _add_usage(self, usage: dict[str, Any] | None) -> None:
-        usage = usage or {}
-        self._cost += float(usage.get("cost_usd") or 0.0)
-        for key in ("prompt_tokens", "completion_tokens", "requests", "failed_requests"):
-            self._usage[key] += int(usage.get(key) or 0)
-        self._usage["cost_usd"] = round(self._usage["cost_usd"]
-                                        + float(usage.get("cost_usd") or 0.0), 8)
-
-    def _synthesis_failed(self, pending: "_Pending", exc: Exception) -> None:
-        usage = dict(getattr(exc, "usage", None) or {})
-        usage["failed_requests"] = int(usage.get("requests") or 0)
-        self._add_usage(usage)
-        transient = bool(getattr(exc, "transient", False))
-        status_code = getattr(exc, "status_code", None)
-        model = getattr(exc, "model", "")
-        message = f"{type(exc).__name__}: {exc}"
-        self.events.emit("synthesis_failed", {
-            "parent_id": pending.parent_id, "error": str(exc)[:1000], "transient": transient,
-            "status_code": status_code, "model": model, "usage": usage})
-        observe = getattr(self.synthesizer, "observe", None)
-        if observe is not None and model:
-            observe(model, 0.0, float(usage.get("cost_usd") or 0.0))
-        if not transient:
-            self._synthesis_error = message
-            self._empty_streak += 1
-            self.events.log(f"synthesis failed for node {pending.parent_id}: {exc}", "warning")
-            return
-        self._failures += 1
-        if self._failures < self.config.outage_failures and self._outage is None:
-            self.events.log(f"the LLM endpoint failed ({exc}); trying again", "warning")
-            return
-        self._outage_begin(str(exc), status_code)
-
     def _outage_begin(self, error: str, status_code: int | None) -> None:
         now = time.monotonic()
         outage = self._outage
@@ -553,139 +389,6 @@ class SearchRunner:
         took = time.monotonic() - outage["since"]
         self._set_status(RUNNING, f"the LLM endpoint answers again; resumed after {took:.0f} s",
                          outage_over=True)
-
-    def _retrieve(self, view: NodeView) -> tuple[list[ContextPassage], str]:
-        if not getattr(self.synthesizer, "uses_context", False):
-            return [], ""
-        query, categories = context_query(view, self._family, self.target)
-        try:
-            return list(self.context.retrieve(query, hardware=self.target.name,
-                                              categories=categories,
-                                              k=self.config.context_k)), query
-        except Exception as exc:  # retrieval is help, not a requirement
-            self.events.log(f"context retrieval failed: {exc}", "warning")
-            return [], query
-
-    def _submit(self, nodes: list[Node], batch: list[int] | None = None) -> None:
-        for node in nodes:
-            rejected = node.origin.get("rejected")
-            if rejected:  # over a cap: a clear failed node, never run
-                future: Future = Future()
-                future.set_result(EvaluationResult(
-                    status="compile_error", target=self.target.name,
-                    precision_policy=self.config.precision_policy,
-                    message=f"not evaluated: {rejected}"))
-            else:
-                request = EvaluationRequest(
-                    problem_source=self.problem_source, candidate_source=node.source,
-                    target=self.target.name, precision_policy=self.config.precision_policy,
-                    timeout_s=self.config.eval_timeout_s)
-                future = self.executor.submit(request)
-            future.add_done_callback(lambda _f: self._wake.set())
-            self._futures[node.id] = future
-        if batch is None:
-            self._batches.append([n.id for n in nodes])
-        else:
-            batch.extend(n.id for n in nodes)
-
-    def _collect(self, hold_latest: bool = False) -> None:
-        """Apply finished results. Ordered mode applies them in creation order and holds the
-        latest step's results until the next step is selected, so every selection sees
-        exactly the steps before the previous one, whatever the timing."""
-        running = [f for f in self._futures.values() if not f.done()]
-        if running:  # a synthesis landing wakes the loop too
-            synthesis = [p.future for p in self._pending if not self._pause.is_set()]
-            wait(running + synthesis, timeout=0.25, return_when=FIRST_COMPLETED)
-        for node_id, future in list(self._futures.items()):
-            if future.done() and node_id not in self._done:
-                self._done[node_id] = self._result_of(future)
-        order = sorted(self._done)
-        if self.config.ordered:
-            waiting = sorted(i for i in self._futures if i not in self._done)
-            order = [i for i in order if not waiting or i < waiting[0]]
-            if hold_latest and self._batches:
-                latest = set(self._batches[-1])
-                order = [i for i in order if i not in latest]
-        if not order and not running:  # only held results: never spin
-            self._wake.wait(0.05)
-            self._wake.clear()
-        for node_id in order:
-            self._futures.pop(node_id, None)
-            self._apply(self.tree.nodes[node_id], self._done.pop(node_id))
-
-    def _result_of(self, future: Future) -> EvaluationResult:
-        try:
-            return future.result()
-        except Exception as exc:  # the executor itself failed (worker lost, ...)
-            return EvaluationResult(status="runtime_error", target=self.target.name,
-                                    precision_policy=self.config.precision_policy,
-                                    message=f"the executor failed: {type(exc).__name__}: {exc}")
-
-    def _apply(self, node: Node, result: EvaluationResult) -> None:
-        node.result = result
-        node.status = result.status
-        record_move_effect(self.tree, node)
-        self._applied.add(node.id)
-        changed = credit.update_credit(self.tree, self.config.gamma)
-        payload = node.to_dict()
-        payload["advantages"] = {str(k): v for k, v in changed.items()}
-        self.events.emit("node_evaluated", payload)
-        self._record_baselines(result)
-        for line in self.policy.on_applied(self.tree, node):
-            self.events.log(line)
-        self._observe(node)
-        self._track_best(node)
-
-    def _observe(self, node: Node) -> None:
-        """Tell a synthesizer that learns (the model bandit) what its node was worth."""
-        observe = getattr(self.synthesizer, "observe", None)
-        model = node.origin.get("model")
-        if observe is None or not model:
-            return
-        parent = self.tree.nodes.get(node.parent_id)
-        value = 0.0
-        if node.is_clean_correct:
-            before = parent.reward if parent is not None and parent.is_clean_correct else None
-            value = 1.0 if before is None or (node.reward or 0) > before else 0.5
-        observe(model, value, float((node.origin.get("usage") or {}).get("cost_usd") or 0.0))
-
-    def _record_baselines(self, result: EvaluationResult) -> None:
-        root = self.tree.root
-        if root.baselines:
-            return
-        eager, compiled = result.timing.get("eager"), result.timing.get("compile")
-        if eager is None or eager.median_ms is None:
-            return
-        root.baselines = {"eager_ms": eager.median_ms,
-                          "compile_ms": compiled.median_ms if compiled else None,
-                          "method": eager.method, "target": result.target}
-        self.events.emit("node_evaluated", {**root.to_dict(), "advantages": {}})
-
-    def _track_best(self, node: Node) -> None:
-        reward = node.reward if node.is_clean_correct else None
-        if reward is not None and reward > self._best_reward_for_plateau + \
-                self.config.plateau_epsilon:
-            self._best_reward_for_plateau = reward
-            self._since_improvement = 0
-        else:
-            self._since_improvement += 1
-        best = self.tree.best()
-        if best is not None and best.id != self._best_id:
-            previous, self._best_id = self._best_id, best.id
-            self.events.emit("best_improved", {
-                "node_id": best.id, "reward": best.reward,
-                "speedup_vs_eager": best.result.speedup_vs_eager,
-                "speedup_vs_compile": best.result.speedup_vs_compile,
-                "previous_node_id": previous})
-
-    def _cancel_pending(self) -> None:
-        for node_id, future in sorted(self._futures.items()):
-            future.cancel()
-            node = self.tree.nodes[node_id]
-            node.status = CANCELLED
-            self.events.emit("node_evaluated", {**node.to_dict(), "advantages": {}})
-        self._futures.clear()
-        self._done.clear()
 
     def _make_root(self) -> None:
         root = self.tree.add(Node(0, None, 0, self.problem_source,

@@ -1,4 +1,4 @@
-"""The evaluation sandbox's OS isolation (search_engine/evaluation/isolation.py).
+"""The evaluation sandbox's OS isolation (search_engine/evaluation/isolation/).
 
 Each test runs a real sandboxed Python script that tries one escape and asserts that the
 escape failed and that the run still ended with a clear outcome. A layer this host cannot give
@@ -122,7 +122,8 @@ def test_full_isolation_on_a_root_host_with_bwrap(report):
 def test_required_raises_when_bwrap_is_unavailable(workdir, monkeypatch):
     monkeypatch.setenv(iso.BWRAP_ENV, "/nonexistent/bwrap")
     monkeypatch.setenv("PATH", "/nonexistent-bin")
-    monkeypatch.setattr(iso, "LOCAL_BWRAP", Path("/nonexistent/.tools/bwrap"))
+    # _find_bwrap reads LOCAL_BWRAP from its own module
+    monkeypatch.setattr(iso.host_probe, "LOCAL_BWRAP", Path("/nonexistent/.tools/bwrap"))
     rep = probe(LIMITS)
     assert not rep["backend"].startswith("bubblewrap")
     assert not rep["pid_namespace"] and not rep["network_namespace"]

@@ -1,0 +1,151 @@
+"""The allow-lists: modules, torch / triton / Tensor names a candidate may use, and the
+names (timers, streams, low precision, process) the checks look for."""
+
+from __future__ import annotations
+
+import inspect
+from functools import lru_cache
+
+
+ALLOWED_MODULES = {
+    "torch", "torch.nn", "torch.nn.functional", "triton", "triton.language", "math", "typing",
+    "functools", "dataclasses", "__future__",
+}
+# Submodules of triton.language (triton.language.math, triton.language.extra.libdevice,
+# triton.language.extra.cuda.libdevice, ...) are Triton device code too.
+ALLOWED_MODULE_PREFIXES = ("triton.language.",)
+PURE_MODULES = {"math", "typing", "functools", "dataclasses"}  # any public, non-module attr
+
+TORCH_ALLOWED = {
+    # allocation
+    "torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
+    "torch.ones", "torch.ones_like", "torch.full", "torch.full_like", "torch.arange",
+    "torch.tensor",
+    # types, metadata, context
+    "torch.Tensor", "torch.Size", "torch.dtype", "torch.device", "torch.no_grad",
+    "torch.inference_mode", "torch.is_tensor", "torch.finfo", "torch.iinfo",
+    "torch.contiguous_format", "torch.preserve_format", "torch.strided", "torch.__version__",
+    "torch.cuda.current_stream", "torch.cuda.current_device", "torch.cuda.device",
+    "torch.cuda.is_available", "torch.cuda.get_device_capability",
+    "torch.cuda.get_device_properties", "torch.cuda.device_count",
+    # module machinery
+    "torch.nn", "torch.nn.functional", "torch.nn.Module", "torch.nn.Parameter",
+    "torch.nn.ParameterList", "torch.nn.ParameterDict", "torch.nn.ModuleList",
+    "torch.nn.ModuleDict", "torch.nn.Buffer",
+}
+TORCH_CONTAINER_MODULES = {"Module", "ModuleList", "ModuleDict", "ParameterList",
+                           "ParameterDict"}
+TRITON_ALLOWED = {
+    "triton", "triton.jit", "triton.autotune", "triton.Config", "triton.heuristics",
+    "triton.cdiv", "triton.next_power_of_2", "triton.language", "triton.__version__",
+}
+# Tensor methods and attributes a candidate may use outside its kernels.
+TENSOR_ALLOWED = {
+    "view", "reshape", "flatten", "unsqueeze", "squeeze", "permute", "transpose", "t", "T",
+    "mT", "contiguous", "size", "shape", "stride", "numel", "nelement", "dim", "ndim", "dtype",
+    "device", "layout", "is_contiguous", "is_cuda", "element_size", "itemsize", "nbytes",
+    "data_ptr", "storage_offset", "is_floating_point", "is_complex", "requires_grad", "detach",
+    "data", "to", "cuda", "cpu", "chunk", "split", "unbind", "narrow", "select", "new_empty",
+    "new_zeros", "new_ones", "new_full",
+    # dtype casts: judged by the precision rules (check_tensor_methods, check_precision_downcast)
+    "float", "double", "half", "bfloat16",
+}
+# `expand` inflates a tensor without copying: allowed only to read the strides/shape of the
+# broadcast (`t.expand(shape).stride()`), never as a value a kernel could be launched on.
+EXPAND_METHODS = {"expand", "expand_as", "broadcast_to"}
+METADATA_ATTRS = {"stride", "size", "shape", "dim", "ndim", "numel", "is_contiguous"}
+# On `self`/`super()` (an nn.Module), these module methods are machinery, not compute.
+MODULE_MACHINERY = {"__init__", "register_buffer", "register_parameter", "add_module",
+                    "parameters", "named_parameters", "buffers", "named_buffers", "children",
+                    "named_children", "modules", "named_modules", "state_dict",
+                    "load_state_dict", "train", "eval", "training", "forward",
+                    "extra_repr", "get_parameter", "get_buffer", "get_submodule"}
+INIT_METHODS = {"__init__", "reset_parameters", "_reset_parameters", "_init_weights"}
+
+FORBIDDEN_BUILTINS = {
+    "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint", "input",
+    "__import__", "exit", "quit", "memoryview",
+}
+DYNAMIC_ATTR_BUILTINS = {"getattr", "setattr", "delattr", "hasattr"}
+HARMLESS_DUNDERS = {"__init__", "__name__", "__qualname__", "__doc__", "__version__",
+                    "__module__", "__file__", "__all__", "__slots__"}
+INTROSPECTION_ATTRS = {
+    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
+    "ag_code", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
+    "tb_frame", "tb_next", "co_code", "co_consts", "co_names", "func_globals", "func_code",
+    "_getframe",
+}
+PROCESS_ATTRS = {"environ", "getenv", "putenv", "system", "popen", "_exit", "fork", "kill",
+                 "execv", "execve", "spawnv"}
+# Dunder methods whose definition changes how the evaluator sees or serialises an object.
+FORBIDDEN_DUNDER_DEFS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
+                         "__del__", "__reduce__", "__reduce_ex__", "__getstate__",
+                         "__setstate__", "__init_subclass__", "__class_getitem__"}
+OVERRIDE_NAMES = {"__torch_function__", "__torch_dispatch__", "as_subclass", "_make_subclass",
+                  "_make_wrapper_subclass", "TorchFunctionMode", "TorchDispatchMode"}
+TORCH_SUBCLASS_BASES = {"torch.Tensor", "torch.nn.Parameter", "torch.nn.Buffer"}
+TIMER_NAMES = {
+    "time", "perf_counter", "perf_counter_ns", "monotonic", "process_time", "Event",
+    "synchronize", "elapsed_time", "record", "do_bench", "Timer",
+}
+STREAM_NAMES = {"Stream", "stream", "Event", "synchronize", "set_stream", "ExternalStream",
+                "graph", "CUDAGraph", "graphs"}
+# Builtins a jit body may call or name (besides Triton): plain Python on constants.
+KERNEL_BUILTINS = {"range", "min", "max", "len", "float", "int", "bool", "abs", "True",
+                   "False", "None"}
+LOW_PRECISION_NAMES = {
+    "float16", "half", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8e4nv", "float8e5",
+    "fp16", "bf16", "fp8e4nv", "fp8e5",
+}
+LOW_PRECISION_METHODS = {"half", "bfloat16"}
+NON_TENSOR_CALLS = {"dict", "list", "set", "tuple", "str", "int", "float", "bool", "sorted",
+                    "range", "enumerate", "zip", "frozenset"}
+
+
+@lru_cache(maxsize=1)
+def tensor_names() -> frozenset[str]:
+    """Every public and private (non-dunder) attribute of torch.Tensor."""
+    import torch
+
+    return frozenset(n for n in dir(torch.Tensor) if not (n.startswith("__") and n.endswith("__")))
+
+
+@lru_cache(maxsize=1)
+def forbidden_tensor_names() -> frozenset[str]:
+    return frozenset(tensor_names() - TENSOR_ALLOWED - EXPAND_METHODS)
+
+
+@lru_cache(maxsize=1)
+def torch_dtype_names() -> frozenset[str]:
+    import torch
+
+    return frozenset(f"torch.{n}" for n in dir(torch)
+                     if isinstance(inspect.getattr_static(torch, n, None), torch.dtype))
+
+
+@lru_cache(maxsize=1)
+def nn_module_classes() -> frozenset[str]:
+    """`torch.nn.X` names that are nn.Module subclasses (constructed for parameters only)."""
+    from torch import nn
+
+    out = set()
+    for name in dir(nn):
+        obj = inspect.getattr_static(nn, name, None)
+        if isinstance(obj, type) and issubclass(obj, nn.Module) and not name.startswith("_"):
+            out.add(name)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=1)
+def kernel_attrs() -> frozenset[str]:
+    """Attributes a jit body may use on its tensors, pointers, dtypes and constexprs."""
+    import triton.language as tl
+
+    names = {"dtype", "shape", "type", "element_ty", "numel", "value", "T"}
+    for cls in (tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr):
+        names.update(n for n in dir(cls) if not n.startswith("_"))
+    return frozenset(names)
+
+
+def _module_allowed(name: str) -> bool:
+    return name in ALLOWED_MODULES or name.startswith(ALLOWED_MODULE_PREFIXES)

@@ -1,0 +1,178 @@
+"""A started sandbox (`SandboxedProcess`): its process tree, the RSS watchdog, the kill /
+cleanup sequence and the verdict on whether its memory limit killed it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+
+from search_engine.evaluation.isolation.cgroups import _Group, _kill, _read
+
+WATCHDOG_INTERVAL_S = 0.2
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of `root` (host PIDs), children before grandchildren."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        if not stat:
+            continue
+        try:
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, frontier = [], [root]
+    while frontier:
+        nxt = []
+        for pid in frontier:
+            nxt.extend(children.get(pid, ()))
+        out.extend(nxt)
+        frontier = nxt
+    return out
+
+
+def _tree_rss(root: int) -> int:
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for pid in (root, *_descendants(root)):
+        fields = _read(f"/proc/{pid}/statm").split()
+        if len(fields) > 1:
+            total += int(fields[1]) * page
+    return total
+
+
+@dataclass
+class SandboxedProcess:
+    popen: subprocess.Popen
+    isolation: dict
+    memory_bytes: int = 0
+    _groups: list = field(default_factory=list, repr=False)
+    _memory_group: _Group | None = field(default=None, repr=False)
+    _memory_mode: str = "none"  # cgroup | rlimit | watchdog | none
+    _output_path: str | None = None
+    _watchdog: threading.Thread | None = field(default=None, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _watchdog_fired: bool = False
+    _oom_seen: bool = False
+    _cleaned: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def memory_exceeded(self) -> bool:
+        """True when the memory limit killed the process (or it died of a MemoryError)."""
+        if self._watchdog_fired or self._oom_seen:
+            return True
+        g = self._memory_group
+        if g is not None:
+            if g.version == 2:
+                events = dict(line.split() for line in _read(g.path / "memory.events").splitlines()
+                              if len(line.split()) == 2)
+                hit = int(events.get("oom_kill", 0)) > 0 or int(events.get("oom_group_kill", 0)) > 0
+            else:
+                ctl = dict(line.split() for line in _read(g.path / "memory.oom_control").splitlines()
+                           if len(line.split()) == 2)
+                hit = int(ctl.get("oom_kill", 0)) > 0
+                if "oom_kill" not in ctl:  # old kernels: the limit was hit and it died of SIGKILL
+                    hit = int(_read(g.path / "memory.failcnt") or 0) > 0 and \
+                        self.popen.returncode in (-9, 137)
+            self._oom_seen = hit
+            return hit
+        if self._memory_mode == "rlimit" and self._output_path:
+            tail = _tail_file(self._output_path, 8000)
+            return "MemoryError" in tail
+        return False
+
+    def _watch(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            if self.popen.poll() is not None:
+                return
+            try:
+                rss = _tree_rss(self.popen.pid)
+            except OSError:
+                continue
+            if rss > self.memory_bytes:
+                self._watchdog_fired = True
+                self._kill_now()
+                return
+
+    def _all_pids(self) -> list[int]:
+        # descendants only while our child is unreaped (its pid cannot have been reused)
+        pids = _descendants(self.popen.pid) if self.popen.returncode is None else []
+        for g in self._groups:
+            pids.extend(p for p in g.pids() if p not in pids)
+        return pids
+
+    def _kill_now(self) -> None:
+        try:  # its session's process group (members keep the pgid from being reused)
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.popen.poll() is None:
+            _kill(self.popen.pid, signal.SIGKILL)
+        for pid in self._all_pids():
+            _kill(pid, signal.SIGKILL)
+        for g in self._groups:
+            g.kill_all()
+
+    def kill(self, grace_s: float) -> None:
+        """SIGTERM everything the sandbox started, SIGKILL what is left after `grace_s`."""
+        if self.popen.poll() is None:
+            for pid in self._all_pids():
+                _kill(pid, signal.SIGTERM)
+            if self.isolation.get("pid_namespace") is False:
+                try:
+                    os.killpg(self.popen.pid, signal.SIGTERM)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                self.popen.wait(timeout=max(grace_s, 0))
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill_now()
+        try:
+            self.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def cleanup(self) -> None:
+        """Stop the watchdog, kill leftovers, remove the cgroups. Idempotent."""
+        if self._cleaned:
+            return
+        self._stop.set()
+        if self._watchdog is not None and self._watchdog is not threading.current_thread():
+            self._watchdog.join(timeout=2)
+        if self.popen.poll() is None:
+            self._kill_now()
+            try:
+                self.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        else:  # the main process is gone; anything left behind goes too
+            for pid in self._all_pids():
+                _kill(pid, signal.SIGKILL)
+        self.memory_exceeded()  # latch the verdict before the cgroup disappears
+        for g in self._groups:
+            g.remove()
+        self._memory_group = None
+        self._cleaned = True
+
+
+def _tail_file(path: str, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit * 4))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return text if len(text) <= limit else "[... truncated ...]\n" + text[-limit:]
