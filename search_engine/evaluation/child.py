@@ -29,6 +29,7 @@ import traceback
 from pathlib import Path
 
 from search_engine.evaluation import wire
+from search_engine.evaluation.device_share import device_memory
 
 MAX_REQUEST_BYTES = 1 << 40  # the parent is trusted; its frames are bounded by the problem
 LARGE_OUTPUTS = 1 << 30  # shared outputs this large: their torch originals go back to CUDA
@@ -399,15 +400,6 @@ class CandidateServer:
                 "aten_ops": dict(sorted(self.aten.ops.items(), key=lambda kv: -kv[1])[:10])
                 if self.aten else {},
                 "device_memory": device_memory(self.gpu, self.sharer)}, []
-
-
-def device_memory(gpu: bool, sharer) -> dict:
-    """Peak device bytes this process held: torch's caching allocator and the buffers it
-    exported (shared buffers are outside the allocator). A diagnostic, for the benchmarks."""
-    import torch
-
-    return {"allocator_peak_bytes": int(torch.cuda.max_memory_reserved()) if gpu else 0,
-            "shared_peak_bytes": int(sharer.created_peak_bytes) if sharer else 0}
 
 
 class OutputRejected(TypeError):

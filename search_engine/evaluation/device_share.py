@@ -138,6 +138,15 @@ class Sharer:
             self.release(shared)
 
 
+def device_memory(gpu: bool, sharer: Sharer | None) -> dict:
+    """Peak device bytes this process held: torch's caching allocator and the buffers it
+    exported (shared buffers are outside the allocator). A diagnostic, for the benchmarks."""
+    import torch
+
+    return {"allocator_peak_bytes": int(torch.cuda.max_memory_reserved()) if gpu else 0,
+            "shared_peak_bytes": int(sharer.created_peak_bytes) if sharer else 0}
+
+
 def _close(fd: int) -> None:
     try:
         os.close(fd)

@@ -323,7 +323,7 @@ class ReferenceServer:
             self.sharer.release_all(trial["shared"])
             del trial
             self._free()
-        from search_engine.evaluation.child import device_memory
+        from search_engine.evaluation.device_share import device_memory
 
         return {"ok": True, "device_memory": device_memory(self.device == "cuda", self.sharer)}, []
 

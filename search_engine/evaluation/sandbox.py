@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,7 +265,7 @@ class SandboxPool:
         # Several (half the cores by default), because a start takes seconds and a search
         # takes sandboxes faster.
         self.starters = min(self.size, starters or max(2, (os.cpu_count() or 2) // 2))
-        self.start_seconds: list[float] = []  # the last starts' durations, for benchmarks
+        self.start_seconds: deque[float] = deque(maxlen=64)  # last starts, for benchmarks
         for i in range(self.starters):
             threading.Thread(target=self._starter, daemon=True,
                              name=f"kernelhub-sandbox-warm-{i}").start()
@@ -314,7 +315,7 @@ class SandboxPool:
         t0 = time.monotonic()
         try:
             session.start()
-            self.start_seconds = self.start_seconds[-63:] + [round(time.monotonic() - t0, 3)]
+            self.start_seconds.append(round(time.monotonic() - t0, 3))
         except Exception:  # noqa: BLE001 - a failed warm start: take() starts one inline
             session.close()
             shutil.rmtree(session.workdir, ignore_errors=True)

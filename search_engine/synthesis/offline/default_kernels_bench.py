@@ -87,8 +87,7 @@ NEIGHBOURS = {
                "m64_4w": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 4},
                "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
                "tma_n256": {"TMA": 1, "BLOCK_N": 256},
-               "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0},
-               "k64_stages3": {"BLOCK_K": 64, "num_stages": 3}},
+               "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0}},
     "gemm_bias_relu": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                        "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
@@ -109,7 +108,7 @@ def render(out: Path = KERNELS_JSON, target: str = "h200") -> dict:
         kernels = {"default": {"params": default, "source": syn.render(source, default)}}
         for label, overlay in NEIGHBOURS.get(name, {}).items():
             params = templates.clamp(an, {**default, **overlay})
-            if templates.valid(an, params):
+            if params != default and templates.valid(an, params):
                 kernels[label] = {"params": params, "source": syn.render(source, params)}
         data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels}
     out.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
