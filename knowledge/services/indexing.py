@@ -29,10 +29,22 @@ def stored_file(document: Document) -> Path:
     return settings.KERNELHUB_DATA_DIR / document.stored_path
 
 
+LOCKED_RETRIES = 6  # SQLite answers "table is locked" at once while a reader holds it
+
+
 def set_progress(document_id: int, progress: int, message: str, **fields: Any) -> None:
-    Document.objects.filter(pk=document_id).update(
-        progress=progress, message=message, updated_at=timezone.now(), **fields
-    )
+    """The progress row (the pages poll it while indexing runs in a background thread)."""
+    from django.db import OperationalError
+
+    for attempt in range(LOCKED_RETRIES):
+        try:
+            Document.objects.filter(pk=document_id).update(
+                progress=progress, message=message, updated_at=timezone.now(), **fields)
+            return
+        except OperationalError as exc:  # a shared-cache SQLite lock is not waited for
+            if "locked" not in str(exc) or attempt == LOCKED_RETRIES - 1:
+                raise
+            time.sleep(0.05 * 2 ** attempt)
 
 
 class IngestCancelled(Exception):

@@ -142,3 +142,31 @@ def test_progress_fragment_shows_pages_chunks_time_left_and_cancel(kb, client, t
     assert client.post(cancel).status_code == 302
     document.refresh_from_db()
     assert document.cancel_requested and "Cancel indexing" not in client.get(url + "?detail=1").content.decode()
+
+
+def test_a_locked_progress_row_is_written_once_the_lock_goes(kb, monkeypatch):
+    """While the page polls, SQLite may answer a write with "table is locked" at once; the
+    background indexing must not die of it (the document would stay "Waiting")."""
+    from django.db import OperationalError
+    from django.db.models import QuerySet
+
+    from knowledge.models import Document
+    from knowledge.services import document_upload
+    from knowledge.services import indexing
+
+    document = document_upload(filename="lock.md", data=b"# Lock\n\nText.\n",
+                               category="general-optimization")
+    real_update, calls = QuerySet.update, []
+
+    def locked_twice(self, **kwargs):
+        calls.append(kwargs)
+        if len(calls) <= 2:
+            raise OperationalError("database table is locked: knowledge_document")
+        return real_update(self, **kwargs)
+
+    monkeypatch.setattr(QuerySet, "update", locked_twice)
+    monkeypatch.setattr(indexing.time, "sleep", lambda s: None)
+    indexing.set_progress(document.pk, 7, "Parsing")
+    monkeypatch.setattr(QuerySet, "update", real_update)
+    document.refresh_from_db()
+    assert (document.progress, document.message, len(calls)) == (7, "Parsing", 3)
