@@ -107,21 +107,25 @@ def clean_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 def add(name: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict],
         documents: list[str]) -> None:
-    target = collection(name)
-    batch = get_client().get_max_batch_size()
-    for start in range(0, len(ids), batch):
-        end = start + batch
-        target.add(
-            ids=ids[start:end], embeddings=vectors[start:end],
-            metadatas=[clean_metadata(m) for m in metadatas[start:end]],
-            documents=documents[start:end],
-        )
+    """Add vectors under new ids. Chroma ignores an `add` for an id it already holds, so
+    where an id may be reused (a row id after a rolled-back transaction or a reset
+    database), use `upsert`."""
+    _batched(collection(name).add, ids, vectors, metadatas, documents)
 
 
 def upsert(name: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict],
            documents: list[str]) -> None:
-    collection(name).upsert(ids=ids, embeddings=vectors,
-                            metadatas=[clean_metadata(m) for m in metadatas], documents=documents)
+    """Write vectors under these ids, replacing whatever a stale vector of the same id held."""
+    _batched(collection(name).upsert, ids, vectors, metadatas, documents)
+
+
+def _batched(write, ids, vectors, metadatas, documents) -> None:
+    batch = get_client().get_max_batch_size()
+    for start in range(0, len(ids), batch):
+        end = start + batch
+        write(ids=ids[start:end], embeddings=vectors[start:end],
+              metadatas=[clean_metadata(m) for m in metadatas[start:end]],
+              documents=documents[start:end])
 
 
 def update_metadata(name: str, ids: list[str], metadatas: list[dict]) -> None:

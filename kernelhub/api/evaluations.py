@@ -115,6 +115,9 @@ def _dispatch(evaluation: Evaluation) -> None:
 
 
 def _store_future(pk: int, future) -> None:
+    with _in_flight_lock:
+        if _in_flight.get(pk) is not future:  # a stale future (its row gone, its id reused)
+            return
     close_old_connections()
     try:
         try:
@@ -126,7 +129,8 @@ def _store_future(pk: int, future) -> None:
         log.exception("could not store the result of evaluation %s", pk)
     finally:
         with _in_flight_lock:
-            _in_flight.pop(pk, None)
+            if _in_flight.get(pk) is future:
+                del _in_flight[pk]
         connection.close()  # this pool thread may idle for long: don't hold a connection
 
 

@@ -186,8 +186,10 @@ def replace_chunks(document: Document, prepared: PreparedDocument) -> None:
             ])
             document.title = prepared.title if document.title == PurePath(document.filename).stem else document.title
             new_ids = [str(c.pk) for c in chunks]
-            store.add(store.CHUNKS, new_ids, prepared.vectors,
-                      [_chunk_metadata(document, c) for c in chunks], [c.text for c in chunks])
+            # upsert: a row id Chroma still holds from a rolled-back write or a reset
+            # database must take this chunk's text and metadata, not keep the stale ones
+            store.upsert(store.CHUNKS, new_ids, prepared.vectors,
+                         [_chunk_metadata(document, c) for c in chunks], [c.text for c in chunks])
             Document.objects.filter(pk=document.pk).update(
                 title=document.title, pages=prepared.pages, chunk_count=len(chunks),
                 embedding_model=model_id(),
@@ -195,7 +197,8 @@ def replace_chunks(document: Document, prepared: PreparedDocument) -> None:
     except BaseException:
         store.delete(store.CHUNKS, ids=new_ids)  # vectors of the rolled-back rows
         raise
-    store.delete(store.CHUNKS, ids=old_ids)
+    reused = set(new_ids)
+    store.delete(store.CHUNKS, ids=[i for i in old_ids if i not in reused])
 
 
 def documents_reindex(*, document_ids: list[int] | None = None,

@@ -8,6 +8,7 @@ team owns are visible to staff only."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
@@ -561,3 +562,26 @@ def test_the_runner_scopes_a_sessions_context_and_skills_to_its_team(kb, teams, 
     distill_skills(session, SimpleNamespace(nodes=nodes))
     skill = Skill.objects.get(transformation="runner_split")
     assert skill.team == teams["beta"] and not skill.shared
+
+
+def test_a_stale_vector_under_a_reused_row_id_takes_the_new_chunk(kb, ingest, teams):
+    """Chroma keeps vectors that a rolled-back transaction or a reset database no longer has
+    rows for; a new chunk that gets such an id must carry its own text and team, not the
+    stale ones (Chroma's `add` silently keeps an id it already holds)."""
+    first = ingest("first.md", page("First tiling", "quibblefrost"), team=teams["alpha"])
+    after = max(int(i) for i in chunk_ids(first))
+    stale = [str(after + n) for n in range(1, 41)]  # the ids the next chunks will take
+    vector = embed_query("stale")
+    store.upsert(store.CHUNKS, stale, np.repeat(vector[None, :], len(stale), axis=0),
+                 [{"document_id": -1, "team_id": teams["beta"].pk, "shared": False}] * len(stale),
+                 ["stale text"] * len(stale))
+    try:
+        second = ingest("second.md", page("Second tiling", "zanzibarite"), team=teams["alpha"])
+        ids = sorted(chunk_ids(second))
+        assert set(ids) <= set(stale), "the test's premise: the new chunks reuse the stale ids"
+        got = store.collection(store.CHUNKS).get(ids=ids, include=["metadatas", "documents"])
+        assert {m["document_id"] for m in got["metadatas"]} == {second.pk}
+        assert {m["team_id"] for m in got["metadatas"]} == {teams["alpha"].pk}
+        assert all("zanzibarite" in text for text in got["documents"])
+    finally:
+        store.delete(store.CHUNKS, ids=stale)

@@ -48,6 +48,24 @@ def _fresh_throttle_counters():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _own_evaluation_executors(monkeypatch):
+    """Each test gets its own process executors: work another test left queued (a session
+    thread still submitting, a watched job whose rows rolled back) must not hold this
+    test's evaluations behind it or answer for an id the database has reused."""
+    from kernelhub import placement
+    from kernelhub.api import evaluations
+    from kernelhub.optimization import executors
+
+    monkeypatch.setattr(executors, "_local_executor", None)
+    monkeypatch.setattr(placement._placements["celery"], "_shared", None)
+    monkeypatch.setattr(evaluations, "_in_flight", {})
+    yield
+    for executor in (executors._local_executor, placement._placements["celery"]._shared):
+        if executor is not None:
+            executor.shutdown()
+
+
 @pytest.fixture
 def relu2_kernel() -> str:
     return RELU2_KERNEL

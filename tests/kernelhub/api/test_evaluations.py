@@ -54,7 +54,7 @@ def test_single_and_batch_submissions_return_the_cli_result(
     assert {e["batch_id"] for e in batch["evaluations"]} == {batch["batch_id"]}
 
     good = wait_done(client, single["id"])
-    assert good["state"] == "done", good
+    assert good["state"] == "done", good["result"]
     assert set(good["result"]) == CLI_KEYS  # exactly the CLI's --json object
     assert good["result"]["status"] == "correct" and good["status"] == "correct"
     assert good["reward"] == good["result"]["reward"] > 0
