@@ -18,11 +18,11 @@
 On the H200 (`--target h200`) every value is a measured speedup vs eager PyTorch. On the
 CPU interpreter, timings mean nothing, so correctness is real (each candidate runs in the
 interpreter sandbox) and correct candidates are ranked by a documented proxy,
-`proxy_time_us`: an analytical model of the offline template's parameters on a small GPU
-(4 SMs with an H200's per-SM bandwidth and FLOP/s, so tiny problems fill it as GPU-sized
-ones fill an H200): memory
-traffic over bandwidth derated by vector width per thread and by parallelism, launch and
-per-program costs; tiles, stages and split-K for GEMMs) against a vendor-like baseline. It
+`proxy_time_us` (ablation_proxy.py): an analytical model of the offline template's
+parameters on a small GPU (4 SMs with an H200's per-SM bandwidth and FLOP/s, so tiny problems
+fill it as GPU-sized ones fill an H200): memory traffic over bandwidth derated by vector width
+per thread and by parallelism, launch and per-program costs; tiles, stages and split-K for
+GEMMs) against a vendor-like baseline. It
 is deterministic and its optimum moves with the shape, which is all an ablation of search
 order needs; its numbers are not GPU speedups and are labelled `proxy`.
 
@@ -32,20 +32,24 @@ Needs only torch, triton and numpy (search_engine; no Django).
 from __future__ import annotations
 
 import argparse
-import ast
-import hashlib
 import json
 import math
 import statistics
 import sys
-import threading
 import time
-from concurrent.futures import Future
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.ablation_proxy import (  # noqa: E402
+    ProxyExecutor, proxy_eager_us, proxy_time_us, template_params,
+)
+
+# Also the proxy's names, which callers import from here.
+__all__ = ["FAMILIES", "problem", "values", "evals_to_reach", "best", "search", "distil",
+           "ablate", "compare", "format_row", "summary", "main", "ProxyExecutor",
+           "proxy_eager_us", "proxy_time_us", "template_params"]
 
 LIBRARY = ROOT / "search_engine" / "problems_library"
 # family: (library file, {scale: (distil sizes, [target sizes, ...])})
@@ -75,137 +79,6 @@ def problem(family: str, sizes: dict):
     name, _ = FAMILIES[family]
     base = Problem.from_file(LIBRARY / name)
     return base.with_sizes(**sizes)
-
-
-# -- the interpreter's ranking proxy ------------------------------------------------------------
-
-# A small GPU (4 SMs with an H200's per-SM bandwidth and FLOP/s, a short launch), so the
-# interpreter's tiny problems show the trade-offs GPU-sized problems show on an H200.
-SMS, BANDWIDTH, FP32_PEAK, LAUNCH_US = 4, 0.15e12, 2e12, 0.3
-
-
-def template_params(source: str) -> dict | None:
-    """The offline template's parameters, from the header it writes into every candidate."""
-    marker = "Template parameters: "
-    start = source.find(marker)
-    if start < 0:
-        return None
-    text = source[start + len(marker): source.find("\n", start)].rstrip(".")
-    try:
-        return dict(ast.literal_eval(text))
-    except (ValueError, SyntaxError):
-        return None
-
-
-def _memory_time_us(bytes_moved: float, per_thread: float, warps_total: float) -> float:
-    vector = min(1.0, per_thread / 4.0)  # 128-bit loads need 4 fp32 per thread
-    spill = max(1.0, per_thread / 64.0)  # more than 64 live values spill registers
-    parallel = min(1.0, warps_total / (SMS * 16.0))  # 16 warps per SM hide latency
-    return bytes_moved / (BANDWIDTH * math.sqrt(vector) * parallel ** 0.7) * 1e6 * spill
-
-
-def proxy_time_us(an, params: dict) -> tuple[float, str]:
-    """(modelled time, bottleneck class) of a template candidate on an H200-like device."""
-    from search_engine.synthesis.offline import templates
-
-    if an.family == "matmul":
-        m, n, k = templates.matmul_dims(an)
-        bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
-        split = params.get("SPLIT_K", 1)
-        tiles = math.ceil(m / bm) * math.ceil(n / bn) * split
-        intensity = min(1.0, (bm * bn / (bm + bn)) / 48.0)
-        stages = min(1.0, 0.55 + 0.15 * (params.get("num_stages", 1) - 1))
-        warps_fit = min(1.0, params["num_warps"] * 32 * 16 / (bm * bn)) ** 0.3
-        parallel = min(1.0, tiles / SMS)
-        waste = (math.ceil(m / bm) * bm * math.ceil(n / bn) * bn) / (m * n)
-        compute = 2 * m * n * k * waste / (FP32_PEAK * intensity * stages * warps_fit
-                                           * parallel) * 1e6
-        memory = 4 * (m * k + k * n + (split + 1) * m * n) / BANDWIDTH * 1e6
-        t = LAUNCH_US * (2 if split > 1 else 1) + max(compute, memory) + 0.3 * min(compute, memory)
-        return t, ("compute-bound" if compute > memory else "memory-bound")
-    out = math.prod(an.nodes[an.output].shape)
-    if an.family == "rows":
-        length = templates.row_length(an)
-        rows = max(1, math.prod(an.row_shape) // length)
-        per_program = params["ROWS"] * params["BLOCK_R"]
-        programs = math.ceil(rows / params["ROWS"])
-        passes = {"single": 1.0}.get(params.get("variant"), 2.0)
-        waste = params["BLOCK_R"] / length if params.get("variant") == "single" else 1.0
-        bytes_moved = 4 * rows * length * (passes + 1) * waste
-    else:
-        per_program, programs = params["BLOCK"], math.ceil(out / params["BLOCK"])
-        bytes_moved = 4 * out * (an.input_count + 1)
-    threads = 32 * params["num_warps"]
-    t = LAUNCH_US + _memory_time_us(bytes_moved, per_program / threads,
-                                    programs * params["num_warps"]) + programs * 0.01 / SMS
-    return t, ("memory-bound" if t > 2 * LAUNCH_US else "latency-bound")
-
-
-def proxy_eager_us(an) -> float:
-    """The baseline: the same model for one fixed, vendor-like configuration (one row per
-    program with 4 warps, 1024-element blocks, 64x64x32 GEMM tiles in 3 stages)."""
-    from search_engine.synthesis.offline import codegen, templates
-
-    if an.family == "matmul":
-        vendor = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4,
-                  "num_stages": 3, "SPLIT_K": 1}
-    elif an.family == "rows":
-        vendor = {"variant": "single", "ROWS": 1, "num_warps": 4,
-                  "BLOCK_R": codegen.next_pow2(templates.row_length(an))}
-    else:
-        vendor = {"BLOCK": 1024, "num_warps": 4}
-    return proxy_time_us(an, vendor)[0]
-
-
-class ProxyExecutor:
-    """Identical candidates (common across arms and seeds) are evaluated once, so both arms
-    see the same measurement of the same kernel. With `proxy` (the interpreter) correctness
-    comes from the real executor and values from the proxy."""
-
-    def __init__(self, inner, synthesizer, proxy: bool = True):
-        from search_engine.evaluation.config import RewardConfig
-
-        self.inner, self.synthesizer, self.reward = inner, synthesizer, RewardConfig()
-        self.proxy = proxy
-        self._cache: dict[str, Future] = {}
-        self._lock = threading.Lock()
-        self.evaluated = 0
-
-    def submit(self, request) -> Future:
-        key = hashlib.sha256((request.problem_source + "\0" + request.candidate_source)
-                             .encode()).hexdigest()
-        with self._lock:
-            base = self._cache.get(key)
-            if base is None:
-                base = self._cache[key] = self.inner.submit(request)
-                self.evaluated += 1
-        out: Future = Future()
-
-        def done(f: Future) -> None:
-            try:
-                out.set_result(self._proxied(request, f.result()))
-            except Exception as exc:  # the proxy failed: report, do not hang the search
-                out.set_exception(exc)
-
-        base.add_done_callback(done)
-        return out
-
-    def _proxied(self, request, result):
-        from search_engine.evaluation.reward import compute_reward
-
-        params = template_params(request.candidate_source)
-        if not self.proxy or result.status != "correct" or params is None:
-            return result
-        an = self.synthesizer.analysis(request.problem_source)
-        t, klass = proxy_time_us(an, params)
-        speedup = round(proxy_eager_us(an) / t, 4)
-        diagnostics = {**result.diagnostics, "bottleneck": {"class": klass, "reason": "proxy"}}
-        return replace(result, speedup_vs_eager=speedup, diagnostics=diagnostics,
-                       speedup_label="proxy: modelled H200 time of the template parameters",
-                       reward=compute_reward("correct", speedup, result.coverage, self.reward))
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
 
 
 # -- searches ---------------------------------------------------------------------------------

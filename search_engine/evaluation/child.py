@@ -16,6 +16,9 @@ Requests: `load` (init inputs + weights, build ModelNew), `stage` (keep an input
 `sample` (values of kept outputs at indices chosen after they were fixed),
 `share_kept` (kept outputs as shared buffers), `unstage`, `profile`, `evidence`, `exit`.
 A `--mode ncu` run replays two calls from files for ncu.
+
+The forward calls and their evidence are `candidate_call.CandidateCalls`; the profiler and
+the ncu replay are `candidate_profiling`'s.
 """
 
 from __future__ import annotations
@@ -29,13 +32,21 @@ import traceback
 from pathlib import Path
 
 from search_engine.evaluation import wire
+from search_engine.evaluation.candidate_call import CandidateCalls, OutputRejected
+from search_engine.evaluation.candidate_profiling import (
+    _load_weights,
+    _profile_device_time,
+    _timing_call,
+    _warm_profiler,
+    replay_for_ncu,
+)
 from search_engine.evaluation.device_share import device_memory
 
 MAX_REQUEST_BYTES = 1 << 40  # the parent is trusted; its frames are bounded by the problem
 LARGE_OUTPUTS = 1 << 30  # shared outputs this large: their torch originals go back to CUDA
 
 
-class CandidateServer:
+class CandidateServer(CandidateCalls):
     def __init__(self, sock: socket.socket, device: str, resident: bool = False):
         self.sock, self.device = sock, device
         self.gpu = device == "cuda"
@@ -243,18 +254,6 @@ class CandidateServer:
             return self._build_failure(exc), []
         return {"ok": True, "warmed": warmed}, []
 
-    def on_call(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._shared_call(header, ghost=False)
-
-    def on_ghost(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._shared_call(header, ghost=True)
-
-    def _shared_call(self, header: dict, ghost: bool) -> tuple[dict, list]:
-        reply = self._call(int(header["set"]), ghost=ghost, keep=header.get("keep"),
-                           share=bool(header.get("share")))
-        self._return_large_outputs()
-        return reply
-
     def _return_large_outputs(self) -> None:
         """Once GB-sized outputs have their shared copies, their torch originals go back to
         CUDA instead of waiting in the caching allocator beside them."""
@@ -275,87 +274,6 @@ class CandidateServer:
                            else flat[:0].to("cpu"))
         self.kept.clear()
         return {"ok": True, "layout": layout}, out
-
-    def _call(self, which: int, ghost: bool, keep: str | None = None,
-              share: bool = False) -> tuple[dict, list]:
-        torch = self.torch
-        from contextlib import ExitStack
-
-        from search_engine.evaluation.hooks import poisoned_allocations, result_spotter
-
-        self.profiler_ready.wait()  # no forward beside the profiler's start (its torch calls)
-        inputs = self.sets[which]
-        # Shared inputs are watched (and restored) by the problem's sandbox, which owns them.
-        watched_here = which not in self.staged_shared
-        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] \
-            if watched_here else None
-        mark = self.recorder.mark()
-        aten_before = dict(self.aten.inside_kernel) if self.aten else {}
-        host_before = dict(self.host_reads)
-        escapes_before = dict(self.escapes)
-        spotter = result_spotter(self.output_shapes) if ghost else None
-        torch_bytes_before = self.aten.bytes if self.aten else 0
-        with ExitStack() as stack:
-            stack.enter_context(torch.no_grad())
-            if ghost:  # below the work recorder: its fills are ours, not the candidate's
-                stack.enter_context(poisoned_allocations())
-                self.recorder.ghost = True
-                stack.callback(setattr, self.recorder, "ghost", False)
-            if spotter is not None:
-                stack.enter_context(spotter)
-            if self.aten is not None:
-                stack.enter_context(self.aten)
-            self.in_forward = True
-            stack.callback(setattr, self, "in_forward", False)
-            out = self.model(*inputs)
-        if self.gpu:
-            torch.cuda.synchronize()
-        try:
-            outputs = wire.plain_tensors(out, self.max_outputs)
-        except TypeError as exc:
-            raise OutputRejected(str(exc)) from None
-        # Copied now: a later call cannot repair (or spoil) what this one returned.
-        if share:  # exporting copies them (after the size check below)
-            copies = [o.detach() for o in outputs]
-        elif keep:
-            copies = [o.detach().clone() for o in outputs]
-            self.kept[keep] = copies
-            for i, t in enumerate(spotter.found if spotter else []):
-                self.kept[f"{keep}:spotted:{i:02d}"] = [t]
-        else:
-            copies = [o.detach().to("cpu", copy=True) for o in outputs]
-        size = sum(o.numel() * o.element_size() for o in copies)
-        if size > self.max_output_bytes:
-            raise OutputRejected(f"forward returned {size} bytes of outputs, over the "
-                            f"{self.max_output_bytes} the reference's outputs allow")
-        launches = self.recorder.since(mark)
-        evidence = {
-            "own_launches": sum(1 for launch in launches if launch.own),
-            "other_launches": sorted({launch.name for launch in launches if not launch.own}),
-            "streams": sorted({launch.stream for launch in launches
-                               if launch.own and launch.stream is not None}),
-            "mutations": _mutations(inputs, pristine) if watched_here else [],
-            "aliases": _aliases(outputs, inputs),
-            "kernel_seconds": sum(launch.seconds for launch in launches if launch.own),
-            "kernel_bytes": sum(launch.arg_bytes for launch in launches if launch.own),
-            "torch_in_kernel": _grown(aten_before, self.aten.inside_kernel) if self.aten else {},
-            "torch_bytes": (self.aten.bytes - torch_bytes_before) if self.aten else 0,
-            "host_reads": _grown(host_before, self.host_reads),
-            "dispatch_escapes": _grown(escapes_before, self.escapes),
-            "spotted": len(spotter.found) if spotter is not None and not keep else 0,
-        }
-        if not ghost and watched_here:
-            for i, x in enumerate(inputs):  # a mutating candidate must not poison later calls
-                if isinstance(x, torch.Tensor):
-                    x.copy_(pristine[i])
-        if share:
-            spotted = list(spotter.found) if spotter else []
-            return {"ok": True, "evidence": {**evidence, "spotted": len(spotted)},
-                    "n_outputs": len(copies), **self._export(copies + spotted)}, []
-        if keep:
-            return {"ok": True, "evidence": evidence, "kept": keep}, []
-        return {"ok": True, "evidence": evidence}, copies + (
-            [t.to("cpu") for t in spotter.found] if spotter else [])
 
     def on_time(self, header: dict, tensors: list) -> tuple[dict, list]:
         from search_engine.evaluation.timing import time_gpu, time_interpreter
@@ -402,10 +320,6 @@ class CandidateServer:
                 "device_memory": device_memory(self.gpu, self.sharer)}, []
 
 
-class OutputRejected(TypeError):
-    """What forward returned cannot be an answer (not plain tensors, too many, too big)."""
-
-
 REQUESTS = {"load", "stage", "unstage", "warm", "call", "ghost", "sample", "share_kept", "time",
             "profile", "evidence", "exit"}
 
@@ -420,51 +334,6 @@ def _install_interpreter_compat() -> None:
     interpreter_compat.install()
 
 
-def _load_weights(model, state: dict) -> None:
-    """The reference's weights through the candidate's own `load_state_dict` (it may rename
-    them); on shape mismatches, those that match (the seed did the rest)."""
-    try:
-        model.load_state_dict(state, strict=False)
-    except RuntimeError:
-        own = model.state_dict()
-        model.load_state_dict(
-            {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}, strict=False)
-
-
-def _grown(before: dict, after: dict) -> dict:
-    return {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
-
-
-def _storage_span(t) -> tuple[int, int]:
-    start = t.untyped_storage().data_ptr()
-    return start, start + t.untyped_storage().nbytes()
-
-
-def _aliases(outputs: list, inputs: list) -> list[str]:
-    import torch
-
-    found = []
-    for oi, o in enumerate(outputs):
-        o0, o1 = _storage_span(o)
-        for ii, x in enumerate(inputs):
-            if isinstance(x, torch.Tensor) and x.numel() and o.numel():
-                x0, x1 = _storage_span(x)
-                if o0 < x1 and x0 < o1:
-                    found.append(f"output {oi} shares memory with input {ii}")
-    return found
-
-
-def _mutations(inputs: list, pristine: list) -> list[str]:
-    import torch
-
-    found = []
-    for i, (x, p) in enumerate(zip(inputs, pristine)):
-        if isinstance(x, torch.Tensor) and not torch.equal(x, p):
-            changed = (x != p).sum().item() if x.shape == p.shape else x.numel()
-            found.append(f"input {i}: {changed} of {p.numel()} elements changed")
-    return found
-
-
 def _is_triton_compile_error(exc: BaseException) -> bool:
     """Kernels compile at their first launch: their failures are compile errors. The
     interpreter has no compile step; a missing name in a kernel is its equivalent."""
@@ -477,73 +346,6 @@ def _is_triton_compile_error(exc: BaseException) -> bool:
                 ("AttributeError", "NameError", "CompilationError")):
             return True
     return False
-
-
-def _timing_call(model):
-    import torch
-
-    def call(inputs):
-        with torch.no_grad():
-            return model(*inputs)
-
-    return call
-
-
-def _warm_profiler() -> None:
-    """Start CUPTI once while the sandbox waits in the pool (seconds, paid off the critical
-    path), so a candidate's coverage profile costs only its own calls."""
-    import torch
-
-    x = torch.ones(1, device="cuda")
-    _profile_device_time(lambda inputs: inputs[0].add(1), [[x]], 1)
-
-
-def _profile_device_time(fn, trials, iterations: int) -> dict[str, float]:
-    """Device time per kernel name (microseconds) over a few calls, from torch.profiler."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(iterations):
-            fn(trials[i % len(trials)])
-        torch.cuda.synchronize()
-    per_kernel: dict[str, float] = {}
-    for evt in prof.events():
-        if str(getattr(evt, "device_type", "")).endswith("CUDA"):
-            duration = getattr(evt, "device_time", None)
-            if duration is None:
-                duration = getattr(evt, "cuda_time", 0.0)
-            per_kernel[evt.name] = per_kernel.get(evt.name, 0.0) + float(duration or 0.0)
-    return per_kernel
-
-
-def replay_for_ncu(inputs_file: str, candidate_file: str) -> None:
-    """Two calls of the candidate on one input set, for `ncu` wrapped around this process."""
-    import torch
-    import triton  # noqa: F401
-
-    from search_engine.problems import exec_module
-
-    data = torch.load(inputs_file, weights_only=True)
-    module = exec_module(Path(candidate_file).read_text(), "kernelhub_candidate", candidate_file)
-    torch.manual_seed(int(data["seed"]))
-    model = module.ModelNew(*data["init"])
-    _load_weights(model, data["state"])
-    model = model.to("cuda").eval()
-    if "draw" in data:  # resident evaluations: trial 0 drawn here, on the device
-        from search_engine.problems import make_trial_inputs
-
-        problem = exec_module(Path(data["problem_file"]).read_text(), "kernelhub_problem",
-                              data["problem_file"])
-        seed, scale, shift = data["draw"]
-        with torch.device("cuda"):
-            data["inputs"] = make_trial_inputs(problem, int(seed), float(scale), float(shift))
-    inputs = [x.to("cuda") if isinstance(x, torch.Tensor) else x for x in data["inputs"]]
-    call = _timing_call(model)
-    for _ in range(2):
-        call(inputs)
-    torch.cuda.synchronize()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -565,4 +367,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

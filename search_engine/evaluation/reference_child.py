@@ -14,6 +14,7 @@ With `--resident` (GPU targets) nothing large leaves the device: `setup` keeps n
 exports the inputs as shared buffers (`device_share`); `judge` imports the candidate's
 shared outputs and compares them on the GPU, answering with numbers and small samples
 only; `close` frees the trial. Peak memory is a few times one trial, not the whole plan.
+Those three requests are `reference_resident.ResidentTrials`'.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import traceback
 from pathlib import Path
 
 from search_engine.evaluation import wire
+from search_engine.evaluation.reference_resident import ResidentTrials
+
 
 # Tried in order when a trial's (scale, shift) makes the reference output degenerate
 # (e.g. HardSigmoid of torch.rand + 3 is 1 everywhere): milder versions of the same idea.
@@ -35,7 +38,7 @@ from search_engine.evaluation import wire
 ADAPTATIONS = ((1.0, 0.25), (1.0, 0.1), (0.5, 0.0), (None, None))
 
 
-class ReferenceServer:
+class ReferenceServer(ResidentTrials):
     def __init__(self, sock: socket.socket, device: str, resident: bool = False):
         import torch
 
@@ -234,99 +237,6 @@ class ReferenceServer:
         if self.device == "cuda":
             self.torch.cuda.empty_cache()
 
-    # -- resident trials (see the module's docstring)
-    def on_open(self, header: dict) -> tuple[dict, list]:
-        """Trial `index`'s inputs as shared buffers; the reference stays here."""
-        index = int(header["index"])
-        seed, scale, shift = self.schedule[index]
-        inputs = self._draw(int(seed), float(scale), float(shift))
-        reference = self._reference64(inputs)
-        self._free()
-        tensors = [x for x in inputs if isinstance(x, self.torch.Tensor)]
-        shared, fds, metas = self.sharer.export_all(tensors)
-        slots, _ = wire.encode_values(inputs)
-        del inputs, tensors  # the shared copies are the inputs from now on
-        self._free()
-        handle = f"t{index}-{os.urandom(4).hex()}"
-        self.open_trials[handle] = {"reference": reference, "shared": shared,
-                                    "draw": (int(seed), float(scale), float(shift)),
-                                    "fingerprints": [_fingerprint(x.tensor) for x in shared]}
-        return {"ok": True, "handle": handle, "inputs": slots, "shared": metas,
-                "n_outputs": len(reference), "send_fds": fds}, []
-
-    def on_judge(self, header: dict) -> tuple[dict, list]:
-        """Compare the candidate's shared outputs with the open trial's reference; answer
-        with errors, distances and values at the parent's sample indices."""
-        from search_engine.evaluation.correctness import compare_trial, rel_norm_distance
-        from search_engine.evaluation.result import TrialError
-        from search_engine.evaluation.tolerances import Tolerance
-
-        trial = self.open_trials[header["handle"]]
-        got = self.sharer.import_all(header.pop("fds", []), header.get("shared", []))
-        try:
-            outputs = [s.tensor for s in got]
-            reference = trial["reference"]
-            groups = header.get("groups") or [len(outputs)]
-            first = outputs[:groups[0]]
-            reply: dict = {"ok": True, "mutations": self._mutations(trial), "distances": [
-                rel_norm_distance(first, reference) if len(first) == len(reference)
-                else float("inf")], "spot_distances": []}
-            for t in outputs[groups[0]:]:  # single tensors: do they equal any output?
-                reply["spot_distances"].append(min(
-                    (rel_norm_distance([t], [r]) for r in reference if r.shape == t.shape),
-                    default=float("inf")))
-            if header.get("compare"):
-                tol = Tolerance(**header["compare"]["tolerance"])
-                verdict = compare_trial(int(header["compare"]["trial"]),
-                                        int(header["compare"]["seed"]),
-                                        first, reference,
-                                        header["compare"]["dtypes"], tol)
-                reply["verdict"] = {f: getattr(verdict, f) for f in TrialError.__dataclass_fields__}
-            samples = self._samples(first, reference, header.get("sample"))
-            reply["sampled_outputs"] = len(first) if samples else 0
-        finally:
-            self.sharer.release_all(got)
-        return reply, samples
-
-    def _mutations(self, trial: dict) -> list[str]:
-        """Shared inputs the candidate changed (their fingerprint moved), restored by
-        drawing the trial again: no private copy of the inputs is kept."""
-        found = []
-        for i, (shared, before) in enumerate(zip(trial["shared"], trial["fingerprints"])):
-            if _fingerprint(shared.tensor) != before:
-                found.append(f"input {i}: elements changed (fingerprint {before} -> "
-                             f"{_fingerprint(shared.tensor)})")
-        if found:
-            fresh = [x for x in self._draw(*trial["draw"]) if isinstance(x, self.torch.Tensor)]
-            for shared, x in zip(trial["shared"], fresh):
-                shared.tensor.copy_(x)
-        return found
-
-    def _samples(self, outputs: list, reference: list, indices) -> list:
-        """Outputs then references at the flat indices the parent chose (float64, host)."""
-        if not indices:
-            return []
-        torch = self.torch
-        picked = []
-        for group in (outputs, reference):
-            for t in group:
-                where = torch.tensor(indices.get(str(t.numel()), []), dtype=torch.int64,
-                                     device=t.device)
-                flat = t.reshape(-1)
-                picked.append(flat[where.clamp(max=max(flat.numel() - 1, 0))].double().cpu()
-                              if flat.numel() else flat.double().cpu())
-        return picked
-
-    def on_close(self, header: dict) -> tuple[dict, list]:
-        trial = self.open_trials.pop(header["handle"], None)
-        if trial is not None:
-            self.sharer.release_all(trial["shared"])
-            del trial
-            self._free()
-        from search_engine.evaluation.device_share import device_memory
-
-        return {"ok": True, "device_memory": device_memory(self.device == "cuda", self.sharer)}, []
-
     def on_trial(self, header: dict) -> tuple[dict, list]:
         inputs, out = self.trials[int(header["index"])]
         slots, tensors = wire.encode_values(inputs)
@@ -377,34 +287,6 @@ def _tensor_bytes(values: list) -> int:
     import torch
 
     return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
-
-
-FINGERPRINT_MODULUS = 1_000_003
-
-
-def _fingerprint(t) -> list[int]:
-    """Two integer sums over the tensor's bytes (plain and position-weighted, in chunks):
-    any write a candidate makes to an input moves them."""
-    import torch
-
-    if not t.numel():
-        return [0, 0]
-    flat = t.reshape(-1).view(torch.uint8)
-    if flat.numel() % 4 == 0:
-        flat = flat.view(torch.int32)
-        if flat.is_cuda:  # one read of the trial instead of a dozen
-            from search_engine.evaluation.device_reductions import fingerprint_partials
-
-            return fingerprint_partials(flat, FINGERPRINT_MODULUS)
-    step = 1 << 24  # int64 temporaries of 128 MB
-    plain = weighted = 0
-    for start in range(0, flat.numel(), step):
-        chunk = flat[start:start + step].to(torch.int64)
-        plain += int(chunk.sum())
-        weights = (torch.arange(start, start + chunk.numel(), device=chunk.device)
-                   % FINGERPRINT_MODULUS + 1)
-        weighted += int((chunk * weights).sum())
-    return [plain, weighted]
 
 
 REQUESTS = ("setup", "trial", "baselines", "open", "judge", "close")

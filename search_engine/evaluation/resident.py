@@ -18,7 +18,6 @@ import time
 from dataclasses import asdict
 
 from search_engine.evaluation import wire
-from search_engine.evaluation.gpu_lock import cuda_device_key, quiet_gpu
 from search_engine.evaluation.result import TrialError
 from search_engine.evaluation.sandbox import ProtocolViolation
 
@@ -153,15 +152,8 @@ class ResidentDrive:
         sets = sorted(self.handles)
         header = {"sets": sets, "timing": run.config.timing_spec(run.hw.l2_bytes or 64 << 20),
                   "pad": not _side_streams(report, session)}
-        t0 = time.monotonic()
-        with quiet_gpu(cuda_device_key(), run.config.quiet_wait_s) as quiet:
-            run.lock_wait_s += time.monotonic() - t0
-            reply = run._time_until_steady(session, header, report)
-        report["timing_quiet"] = quiet
-        if not reply.get("ok"):
-            report["timing_error"] = reply.get("message", "timing failed")
+        if run._timing_reply(session, header, report, gated=True) is None:
             return
-        run._record_timing(report, reply)
         consistency = []
         kept, _ = run._request(session, "share_kept", {}, max_reply_fds=wire.MAX_FDS)
         fds, metas, offset = kept.get("fds", []), kept.get("shared", []), 0

@@ -10,70 +10,37 @@ The child talks to the parent over one socket (`SandboxSession`, frames from `wi
 own prints go to a log file. The strong layers (user, PID, mount and network namespaces,
 a memory limit) come from `isolation`; this module falls back to a process group,
 rlimits and `unshare -n` where that module cannot run.
+
+The child's environment comes from `sandbox_environment`; warm single-use sessions from
+`sandbox_pool`.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import re
 import select
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from search_engine.evaluation.config import SandboxLimits
-
-# Variables copied from the parent when present; everything else is dropped.
-ENV_ALLOWLIST = (
-    "PATH", "LANG", "LC_ALL", "TZ", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
-    "CUDA_PATH", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "TRITON_PTXAS_PATH",
-    "TRITON_CUDA_DIRS", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-    "NVSHMEM_DISABLE_NVLS", "CC", "CXX",
+from search_engine.evaluation.sandbox_environment import (
+    ENV_ALLOWLIST,
+    REPO_ROOT,
+    SECRET_PATTERN,
+    clean_environment,
+    network_isolation_available,
+    redact,
 )
-SECRET_PATTERN = re.compile(r"KEY|SECRET|TOKEN|PASSW|CREDENTIAL|DATABASE_URL|REDIS_URL|AUTH|COOKIE",
-                            re.IGNORECASE)
-REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
-
-@functools.lru_cache(maxsize=1)
-def network_isolation_available() -> bool:
-    """Probe once: can this host run a command in a fresh network namespace?"""
-    unshare = shutil.which("unshare")
-    if not unshare:
-        return False
-    try:
-        probe = subprocess.run([unshare, "-n", "true"], capture_output=True, timeout=10,
-                               check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
-
-
-def clean_environment(workdir: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ and not SECRET_PATTERN.search(k)}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    home = workdir / "home"
-    for sub in ("home", "tmp", "triton_cache", "inductor_cache"):
-        (workdir / sub).mkdir(parents=True, exist_ok=True)
-    env.update({
-        "HOME": str(home),
-        "TMPDIR": str(workdir / "tmp"),
-        "TRITON_CACHE_DIR": str(workdir / "triton_cache"),
-        "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor_cache"),
-        "PYTHONPATH": REPO_ROOT,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONHASHSEED": "0",
-    })
-    env.update(extra or {})
-    return {k: v for k, v in env.items() if not SECRET_PATTERN.search(k)}
+__all__ = [  # the environment's names are re-exported: callers import them from here
+    "ENV_ALLOWLIST", "REPO_ROOT", "SECRET_PATTERN", "ProtocolViolation", "SandboxDied",
+    "SandboxOutcome", "SandboxSession", "SandboxTimeout", "clean_environment", "make_workdir",
+    "network_isolation_available", "redact", "run_sandboxed_command", "spawn",
+]
 
 
 class SandboxDied(RuntimeError):
@@ -239,112 +206,6 @@ class SandboxSession:
         self.outcome = self.close()
 
 
-class SandboxPool:
-    """Warm, single-use sandboxes: processes started ahead (Python, torch, Triton and, on a
-    GPU, the CUDA context already up), each handed to exactly one candidate and then thrown
-    away; a replacement starts in the background as soon as one is taken."""
-
-    def __init__(self, module: str, args: list[str], *, size: int, limits: SandboxLimits,
-                 env_extra: dict[str, str] | None = None, gpu: bool = False,
-                 log_chars: int = 4000, start_timeout_s: float = 300.0,
-                 starters: int | None = None):
-        import queue
-        import threading
-
-        self.module, self.args, self.size = module, args, max(1, size)
-        self.limits, self.env_extra, self.gpu = limits, env_extra, gpu
-        self.log_chars, self.start_timeout_s = log_chars, start_timeout_s
-        self._ready: queue.Queue = queue.Queue()
-        self._wanted: queue.Queue = queue.Queue()
-        self._lock = threading.Lock()
-        self._starting = 0
-        self._closed = False
-        self.started = self.taken = 0
-        # Long-lived starter threads: the sandbox dies with the thread that spawned it
-        # (PR_SET_PDEATHSIG follows the thread), so that thread must outlive the sandbox.
-        # Several (half the cores by default), because a start takes seconds and a search
-        # takes sandboxes faster.
-        self.starters = min(self.size, starters or max(2, (os.cpu_count() or 2) // 2))
-        self.start_seconds: deque[float] = deque(maxlen=64)  # last starts, for benchmarks
-        for i in range(self.starters):
-            threading.Thread(target=self._starter, daemon=True,
-                             name=f"kernelhub-sandbox-warm-{i}").start()
-        for _ in range(self.size):
-            self._refill()
-
-    def take(self, timeout_s: float) -> SandboxSession:
-        """A started session with `timeout_s` of budget (started now if none is warm)."""
-        import queue
-
-        try:
-            session = self._ready.get_nowait()
-        except queue.Empty:
-            session = None
-        if session is None and self._starting:  # one is nearly up: cheaper than a new one
-            try:
-                session = self._ready.get(timeout=self.start_timeout_s)
-            except queue.Empty:
-                session = None
-        self._refill()
-        if session is None:
-            session = self._new_session()
-            session.start()
-        with self._lock:
-            self.taken += 1
-        session.budget_s, session.used_s = timeout_s, 0.0
-        return session
-
-    def _new_session(self) -> SandboxSession:
-        return SandboxSession(self.module, self.args, make_workdir(),
-                              timeout_s=self.start_timeout_s, limits=self.limits,
-                              env_extra=self.env_extra, gpu=self.gpu, log_chars=self.log_chars)
-
-    def _refill(self) -> None:
-        with self._lock:
-            if self._closed or self._ready.qsize() + self._starting >= self.size:
-                return
-            self._starting += 1
-        self._wanted.put(True)
-
-    def _starter(self) -> None:
-        while self._wanted.get():
-            self._start_one()
-
-    def _start_one(self) -> None:
-        session = self._new_session()
-        t0 = time.monotonic()
-        try:
-            session.start()
-            self.start_seconds.append(round(time.monotonic() - t0, 3))
-        except Exception:  # noqa: BLE001 - a failed warm start: take() starts one inline
-            session.close()
-            shutil.rmtree(session.workdir, ignore_errors=True)
-            session = None
-        with self._lock:
-            self._starting -= 1
-            if session is not None:
-                self.started += 1
-                if self._closed:
-                    session.close()
-                    shutil.rmtree(session.workdir, ignore_errors=True)
-                else:
-                    self._ready.put(session)
-
-    def close(self) -> None:
-        import queue
-
-        with self._lock:
-            self._closed = True
-        for _ in range(self.starters):
-            self._wanted.put(False)
-        while True:
-            try:
-                session = self._ready.get_nowait()
-            except queue.Empty:
-                return
-            session.close()
-            shutil.rmtree(session.workdir, ignore_errors=True)
-
 
 @dataclass
 class SandboxOutcome:
@@ -356,12 +217,6 @@ class SandboxOutcome:
     memory_exceeded: bool = False
 
 
-def redact(text: str) -> str:
-    """Values of this process's secret-looking variables never leave in a log."""
-    for name, value in os.environ.items():
-        if SECRET_PATTERN.search(name) and len(value) >= 6 and value in text:
-            text = text.replace(value, f"[{name} redacted]")
-    return text
 
 
 def spawn(argv: list[str], workdir: Path, *, limits: SandboxLimits, env: dict[str, str],

@@ -1,7 +1,9 @@
 """`python -m search_engine optimize` and `python -m search_engine suite`.
 
 search_engine/cli.py builds its parser with `register_optimize(subparsers)` and
-`register_suite(subparsers)`; each sets `func=handler(args) -> exit code`.
+`register_suite(subparsers)`; each sets `func=handler(args) -> exit code`. This module holds
+the arguments, the building blocks (synthesizer, executor, config) and the two commands; what
+they print and write (progress bar, summaries, suite report) is in cli_output.py.
 
 optimize --json prints one JSON object on its last stdout line::
 
@@ -31,6 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from search_engine.cli_args import add_isolation_argument, parse_sizes, with_isolation
+from search_engine.search.cli_output import (
+    ProgressBar, outcome_json, print_suite_rows, print_summary, suite_report, suite_row,
+)
+
+# Also the output's names, which callers import from here.
+__all__ = ["register_optimize", "register_suite", "make_synthesizer", "make_executor",
+           "make_config", "optimize_problem", "cmd_optimize", "cmd_suite", "ProgressBar",
+           "outcome_json"]
 
 
 def _common_arguments(p) -> None:
@@ -156,82 +166,6 @@ def make_config(args):
                         outage_retry_s=getattr(args, "llm_retry", 30.0))
 
 
-class ProgressBar:
-    """evaluations done / budget and the best speedup so far, redrawn on every event."""
-
-    def __init__(self, budget: int, stream, width: int = 24):
-        self.budget, self.stream, self.width = budget, stream, width
-        self.evaluated, self.best = 0, None
-        self.tty = hasattr(stream, "isatty") and stream.isatty()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        kind, payload = event["type"], event["payload"]
-        if kind == "node_evaluated" and payload.get("id") != 0 and \
-                payload.get("status") not in ("reference", "cancelled"):
-            self.evaluated += 1
-        elif kind == "best_improved":
-            self.best = payload
-        elif kind == "log" and payload.get("level") != "info":
-            self._line(f"  {payload['level']}: {payload['message']}")
-            return
-        elif kind != "status_changed":
-            return
-        self._draw()
-
-    def _draw(self) -> None:
-        done = min(self.evaluated, self.budget)
-        filled = int(self.width * done / max(self.budget, 1))
-        bar = "#" * filled + "." * (self.width - filled)
-        best = "best: none yet"
-        if self.best is not None:
-            speedup = self.best.get("speedup_vs_eager")
-            best = (f"best: node {self.best['node_id']} "
-                    + (f"{speedup:.2f}x vs eager" if speedup else "correct (interpreter: "
-                       "no speedup)") + f", reward {self.best['reward']:.2f}")
-        text = f"[{bar}] {done}/{self.budget} evaluations | {best}"
-        if self.tty:
-            self.stream.write("\r" + text.ljust(100))
-            self.stream.flush()
-        else:
-            self._line(text)
-
-    def _line(self, text: str) -> None:
-        self.stream.write(("\n" if self.tty else "") + text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-
-
-def outcome_json(outcome, problem_name: str, args) -> dict[str, Any]:
-    best = outcome.best
-    best_json = None
-    if best is not None:
-        result = best.get("result") or {}
-        best_json = {"node_id": best["id"], "status": best["status"], "source": best["source"],
-                     "reward": best["reward"], "speedup_vs_eager": best["speedup_vs_eager"],
-                     "speedup_vs_compile": best["speedup_vs_compile"],
-                     "speedup_label": result.get("speedup_label", ""),
-                     "coverage": best["coverage"],
-                     "transformation": best["origin"].get("transformation"),
-                     "params": best["origin"].get("params")}
-    nodes = [{"id": n["id"], "parent": n["parent_id"], "status": n["status"],
-              "reward": n["reward"], "advantage": n["advantage"],
-              "transformation": n["origin"].get("transformation", ""),
-              "speedup_vs_eager": n["speedup_vs_eager"],
-              "speedup_vs_compile": n["speedup_vs_compile"],
-              "message": ((n.get("result") or {}).get("message") or "")[:300],
-              "model": n["origin"].get("model", ""),
-              "cost_usd": float((n["origin"].get("usage") or {}).get("cost_usd") or 0.0)}
-             for n in outcome.nodes]
-    return {"evaluated": outcome.evaluated, "status": outcome.status, "reason": outcome.reason,
-            "problem": problem_name, "target": args.target, "strategy": args.strategy,
-            "synthesizer": args.synthesizer, "seed": args.seed, "best": best_json,
-            "nodes": nodes, "baselines": outcome.baselines, "elapsed_s": outcome.elapsed_s,
-            "cost_usd": outcome.cost_usd, "usage": getattr(outcome, "usage", {})}
-
-
 def optimize_problem(problem, args, executor, synthesizer, stream) -> dict[str, Any]:
     """Run one search; the JSON summary (with `not_covered` status when it cannot start)."""
     from search_engine.hardware import get_target
@@ -281,30 +215,12 @@ def cmd_optimize(args) -> int:
     if summary["status"] == "not_covered":
         print(f"not covered: {summary['reason']}", file=sys.stderr)
     elif not args.json:
-        _print_summary(summary)
+        print_summary(summary)
     if args.json:
         print(json.dumps(summary, default=str))
     if summary["status"] == "not_covered":
         return 3
     return 0 if summary["best"] is not None else 1
-
-
-def _print_summary(summary: dict[str, Any]) -> None:
-    print(f"\n{summary['status']}: {summary['reason']} ({summary['evaluated']} evaluations, "
-          f"{summary['elapsed_s']:.1f} s)")
-    for n in summary["nodes"]:
-        speed = f"{n['speedup_vs_eager']:.2f}x" if n["speedup_vs_eager"] else "-"
-        reward = f"{n['reward']:.3f}" if n["reward"] is not None else "-"
-        adv = f"{n['advantage']:+.3f}" if n["advantage"] is not None else "-"
-        print(f"  node {n['id']:>3} <- {str(n['parent']):>4}  {n['status']:<15} reward {reward:>6}"
-              f"  A {adv:>7}  {speed:>7}  {n['transformation']}")
-    best = summary["best"]
-    if best is None:
-        print("no verified kernel found")
-        return
-    print(f"best: node {best['node_id']} ({best['status']}), speedup vs eager "
-          f"{best['speedup_vs_eager']}, vs torch.compile {best['speedup_vs_compile']} "
-          f"{best['speedup_label']}")
 
 
 def _fail(args, message: str, code: int) -> int:
@@ -350,59 +266,13 @@ def cmd_suite(args) -> int:
                 continue
             summary = optimize_problem(problem, args, executor, synthesizer, stream)
             summary.pop("_nodes_full", None)
-            rows.append(_suite_row(path, summary))
+            rows.append(suite_row(path, summary))
     finally:
         executor.shutdown()
-    report = _suite_report(args, folder, rows, time.time() - started)
+    report = suite_report(args, folder, rows, time.time() - started)
     Path(args.report).write_text(json.dumps(report, indent=1, default=str))
     print(f"report written to {args.report}", file=stream)
-    for row in rows:
-        print(f"  {row['problem']:<28} {row['status']:<12} "
-              f"{_fmt(row.get('best_speedup_vs_eager'))} vs eager  "
-              f"{_fmt(row.get('best_speedup_vs_compile'))} vs compile  "
-              f"{row.get('reason', '')[:80]}", file=stream)
+    print_suite_rows(rows, stream)
     if args.json:
         print(json.dumps(report, default=str))
     return 0
-
-
-def _fmt(value) -> str:
-    return f"{value:6.2f}x" if isinstance(value, (int, float)) else "     -"
-
-
-def _suite_row(path: Path, summary: dict[str, Any]) -> dict[str, Any]:
-    best = summary.get("best") or {}
-    status = summary["status"]
-    if status not in ("not_covered",):
-        status = "solved" if best else "unsolved"
-    return {"problem": path.stem, "file": str(path), "status": status,
-            "reason": summary.get("reason", ""), "ops": summary.get("ops", []),
-            "evaluated": summary.get("evaluated", 0), "best_node_id": best.get("node_id"),
-            "best_reward": best.get("reward"),
-            "best_speedup_vs_eager": best.get("speedup_vs_eager"),
-            "best_speedup_vs_compile": best.get("speedup_vs_compile"),
-            "speedup_label": best.get("speedup_label", ""),
-            "baselines": summary.get("baselines", {}), "elapsed_s": summary.get("elapsed_s"),
-            "best_source": best.get("source")}
-
-
-def _suite_report(args, folder: Path, rows: list[dict], elapsed: float) -> dict[str, Any]:
-    import math
-
-    speedups = [r["best_speedup_vs_eager"] for r in rows
-                if isinstance(r.get("best_speedup_vs_eager"), (int, float))
-                and r["best_speedup_vs_eager"] > 0]
-    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
-    return {
-        "folder": str(folder), "target": args.target, "strategy": args.strategy,
-        "synthesizer": args.synthesizer, "budget": args.budget, "seed": args.seed,
-        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "elapsed_s": round(elapsed, 1),
-        "summary": {"problems": len(rows),
-                    "solved": sum(r["status"] == "solved" for r in rows),
-                    "unsolved": sum(r["status"] == "unsolved" for r in rows),
-                    "not_covered": sum(r["status"] == "not_covered" for r in rows),
-                    "invalid": sum(r["status"] == "invalid" for r in rows),
-                    "geomean_speedup_vs_eager": geomean},
-        "problems": rows,
-    }

@@ -33,8 +33,9 @@ Termination: ``budget`` evaluations, ``max_seconds`` wall clock, ``max_cost_usd`
 plateau (no best-reward gain above ``plateau_epsilon`` in ``plateau_window`` evaluations),
 the synthesizer running out of new candidates, or cancel().
 
-The runner's synthesis steps live in synthesis_steps.py and its evaluation steps in
-evaluation_steps.py; this module holds the configuration, the control loop and its stops.
+The runner's synthesis steps live in synthesis_steps.py, its evaluation steps in
+evaluation_steps.py, its outage handling in outage_steps.py and its configuration and outcome
+in config.py; this module holds the control loop and its stops.
 """
 
 from __future__ import annotations
@@ -43,76 +44,30 @@ import random
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from search_engine.evaluation.result import EvaluationResult
 from search_engine.hardware import HardwareTarget, get_target
 from search_engine.protocols import ContextProvider, Executor, NullContextProvider
 from search_engine.search import credit
+from search_engine.search.config import (
+    CANCELLED_STATUS, COMPLETED, FAILED, PAUSED, RUNNING, SearchConfig, SearchOutcome,
+)
 from search_engine.search.evaluation_steps import EvaluationSteps
 from search_engine.search.events import EventEmitter
+from search_engine.search.outage_steps import OutageSteps
 from search_engine.search.policies import make_policy
 from search_engine.search.skill_priors import SkillGuide
-from search_engine.search.synthesis_steps import (  # noqa: F401
-    SynthesisSteps, _Pending, context_query,
-)
+from search_engine.search.synthesis_steps import SynthesisSteps, _Pending, context_query
 from search_engine.search.tree import CANCELLED, PENDING, REFERENCE, Node, SearchTree
 from search_engine.synthesis.base import NotCoveredError
 
-RUNNING, PAUSED, COMPLETED, CANCELLED_STATUS, FAILED = (
-    "running", "paused", "completed", "cancelled", "failed")
+# Also the names callers import from here (config.py's, context_query).
+__all__ = ["SearchConfig", "SearchOutcome", "SearchRunner", "run_search", "context_query",
+           "RUNNING", "PAUSED", "COMPLETED", "CANCELLED_STATUS", "FAILED"]
 
 
-@dataclass
-class SearchConfig:
-    strategy: str = "mcts"  # mcts | evolution
-    budget: int = 12  # evaluations
-    seed: int = 0
-    children_per_step: int = 2
-    max_in_flight: int = 4
-    ordered: bool = True
-    max_seconds: float | None = None
-    max_cost_usd: float | None = None
-    plateau_window: int | None = None
-    plateau_epsilon: float = 0.02
-    gamma: float = credit.DEFAULT_GAMMA
-    precision_policy: str = "strict"
-    eval_timeout_s: float = 180.0
-    context_k: int = 4
-    policy_options: dict[str, Any] = field(default_factory=dict)
-    family: str = ""  # the problem's operator family ("" = guessed from the source)
-    async_synthesis: bool | None = None  # None: when the synthesizer is `remote` (LLM)
-    max_synthesis_in_flight: int = 2  # unordered mode; ordered mode keeps one
-    outage_failures: int = 1  # failed expansions in a row (each retried) before pausing
-    outage_retry_s: float = 30.0  # first retry after an outage; doubles up to the max
-    outage_max_retry_s: float = 300.0
-    spent_cost_usd: float = 0.0  # already spent before this run (a resumed session)
-
-    def __post_init__(self) -> None:
-        if self.budget < 1:
-            raise ValueError("budget must be at least 1 evaluation")
-        if self.children_per_step < 1 or self.max_in_flight < 1:
-            raise ValueError("children_per_step and max_in_flight must be at least 1")
-
-
-@dataclass
-class SearchOutcome:
-    status: str
-    reason: str
-    evaluated: int
-    best: dict[str, Any] | None
-    nodes: list[dict[str, Any]]
-    cost_usd: float
-    elapsed_s: float
-    baselines: dict[str, Any]
-    usage: dict[str, Any] = field(default_factory=dict)  # tokens and requests, failed ones too
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class SearchRunner(SynthesisSteps, EvaluationSteps):
+class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
     def __init__(self, problem_source: str, target: HardwareTarget | str, synthesizer,
                  executor: Executor, config: SearchConfig | None = None,
                  context: ContextProvider | None = None,
@@ -186,16 +141,8 @@ class SearchRunner(SynthesisSteps, EvaluationSteps):
         if self._pause.is_set():
             self._pause.clear()
             self._set_status(RUNNING, "resumed")
-        outage = self._outage
-        if outage is not None and not outage.get("probe_requested"):
-            outage["probe_requested"] = True  # someone asked: try the endpoint now, once
-            outage["retry_at"] = time.monotonic()
+        self._outage_probe_now()
         self._wake.set()
-
-    @property
-    def outage(self) -> dict[str, Any] | None:
-        """The endpoint outage the search is paused for (None when there is none)."""
-        return dict(self._outage) if self._outage else None
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -288,13 +235,6 @@ class SearchRunner(SynthesisSteps, EvaluationSteps):
             self._drop_batch(pending.batch)
         self.events.log("stopped waiting for the synthesis requests in flight", "warning")
 
-    def _outage_waiting(self) -> bool:
-        """Paused for an outage and not yet time to try the endpoint again."""
-        outage = self._outage
-        if outage is None:
-            return False
-        return bool(self._pending) or time.monotonic() < outage["retry_at"]
-
     def _exhausted_reason(self) -> str:
         if self._synthesis_error:
             return f"synthesis failed: {self._synthesis_error}"
@@ -364,31 +304,6 @@ class SearchRunner(SynthesisSteps, EvaluationSteps):
             if self._land(pending) or self._outage is not None:
                 return True
         return False
-
-    def _outage_begin(self, error: str, status_code: int | None) -> None:
-        now = time.monotonic()
-        outage = self._outage
-        if outage is None:
-            outage = self._outage = {"since": now, "since_epoch": time.time(), "probes": 0,
-                                     "retry_s": self.config.outage_retry_s}
-        else:
-            outage["probes"] += 1
-            outage["retry_s"] = min(outage["retry_s"] * 2, self.config.outage_max_retry_s)
-        outage.update(failures=self._failures, status_code=status_code, error=error[:500],
-                      retry_at=now + outage["retry_s"], probe_requested=False)
-        http = f"HTTP {status_code}" if status_code else "no HTTP answer"
-        reason = (f"LLM endpoint unavailable ({http}): {error[:300]}; paused, trying again in "
-                  f"{outage['retry_s']:g} s")
-        self.events.log(reason, "warning")
-        self._set_status(PAUSED, reason, outage={
-            "status_code": status_code, "error": error[:500], "failures": self._failures,
-            "retry_in_s": outage["retry_s"], "since": outage["since_epoch"]})
-
-    def _outage_over(self) -> None:
-        outage, self._outage = self._outage, None
-        took = time.monotonic() - outage["since"]
-        self._set_status(RUNNING, f"the LLM endpoint answers again; resumed after {took:.0f} s",
-                         outage_over=True)
 
     def _make_root(self) -> None:
         root = self.tree.add(Node(0, None, 0, self.problem_source,

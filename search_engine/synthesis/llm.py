@@ -1,41 +1,36 @@
 """The LLM synthesizer: any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, SGLang).
 
 The caller passes the endpoint (base URL, key, model); nothing here reads settings. The prompt
-carries the problem, the node's code, the memory operator's view (trajectory, siblings), the
-node's evaluation (status, diagnostics, integrity findings), the target's ceilings and the
-passages the search retrieved for the node's diagnosis. The answer's Python block becomes the
-candidate; a malformed answer (no code, no `ModelNew`, no `@triton.jit`, a syntax error) is
-answered with a correction and retried. Timeouts, connection errors, 5xx and rate limits
-(429, honouring Retry-After) are retried with backoff. Tokens and cost go into each proposal.
+(llm_prompt.py) carries the problem, the node's code, the memory operator's view, the node's
+evaluation, the target's ceilings and the passages the search retrieved for the node's
+diagnosis. The answer's Python block becomes the candidate (llm_replies.py); a malformed
+answer (no code, no `ModelNew`, no `@triton.jit`, a syntax error) is answered with a
+correction and retried. Timeouts, connection errors, 5xx and rate limits (429, honouring
+Retry-After) are retried with backoff. Tokens and cost go into each proposal.
 """
 
 from __future__ import annotations
 
-import ast
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from search_engine.protocols import ContextPassage
 from search_engine.synthesis.base import Proposal, SynthesisError, SynthesisRequest
-from search_engine.synthesis.pricing import price_for
-from search_engine.synthesis.prompts import (
-    FIT_LEVELS, Level, chars_for_tokens, estimate_tokens, fit_hard, keep_last, shorten_code,
-    skill_effect_text, summarise_dropped,
+from search_engine.synthesis.llm_prompt import (
+    FINAL_LINE, SYSTEM_PROMPT, build_prompt, fit_level, passage_source, sent_passages,
 )
+from search_engine.synthesis.llm_replies import (
+    CODE_BLOCK, Answer, add_usage, brief_error, count_usage, extract_code, new_usage,
+    refuses_logprobs, retry_after, token_logprobs,
+)
+from search_engine.synthesis.pricing import price_for
+from search_engine.synthesis.prompts import FIT_LEVELS, chars_for_tokens, estimate_tokens
 
-SYSTEM_PROMPT = (
-    "You are an expert GPU kernel engineer. You write Triton kernels that are correct first "
-    "and fast second. Answer with one complete Python file in a single ```python block: it "
-    "defines `class ModelNew(nn.Module)` with the same constructor arguments and forward "
-    "signature as the reference `Model`, and its forward launches your own @triton.jit "
-    "kernels that do the real work. Never call torch operators for the problem's computation "
-    "(no torch.softmax, F.linear, torch.matmul, nn.Linear calls), never catch exceptions to "
-    "fall back to torch, never touch timers, streams or threads.")
-
-CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+# Also the prompt's and the replies' names, which callers import from here.
+__all__ = ["LLMConfig", "LLMProposal", "LLMSynthesizer", "SYSTEM_PROMPT", "FINAL_LINE",
+           "build_prompt", "passage_source", "sent_passages", "CODE_BLOCK", "Answer",
+           "extract_code", "token_logprobs", "new_usage", "add_usage"]
 
 
 @dataclass
@@ -86,193 +81,6 @@ class LLMProposal(Proposal):
     response: str = ""
     logprobs: dict[str, Any] | None = None
     sampling: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Answer:
-    text: str
-    logprobs: dict[str, Any] | None
-    sampling: dict[str, Any]
-
-
-def token_logprobs(choice, top: int = 0) -> dict[str, Any] | None:
-    """{"tokens", "logprobs"[, "top"]} of a chat choice; None when the endpoint sent none."""
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
-        return None
-    out: dict[str, Any] = {"tokens": [str(t.token) for t in content],
-                           "logprobs": [float(t.logprob) for t in content]}
-    if top:
-        out["top"] = [{str(a.token): float(a.logprob) for a in (t.top_logprobs or [])}
-                      for t in content]
-    return out
-
-
-def extract_code(answer: str) -> str:
-    """The candidate source in an answer; raises ValueError saying what is wrong with it."""
-    blocks = CODE_BLOCK.findall(answer or "")
-    candidates = [b for b in blocks if "ModelNew" in b] or blocks
-    if not candidates:
-        if "class ModelNew" in (answer or ""):
-            candidates = [answer]
-        else:
-            raise ValueError("the answer has no ```python code block")
-    code = candidates[-1].strip() + "\n"
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        raise ValueError(f"the code does not parse: line {exc.lineno}: {exc.msg}") from exc
-    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
-        raise ValueError("the code defines no class ModelNew")
-    if "triton.jit" not in code:
-        raise ValueError("the code defines no @triton.jit kernel")
-    return code
-
-
-def _section(title: str, body: str) -> str:
-    return f"## {title}\n{body.strip()}\n"
-
-
-def build_prompt(request: SynthesisRequest, max_chars: int | None = None) -> str:
-    """The user message for one expansion (see the module docstring for what goes in).
-
-    With `max_chars` (the context budget), long parents, trajectories, siblings and passages
-    are summarised step by step until the message fits (see prompts.FIT_LEVELS)."""
-    prompt = ""
-    for level in FIT_LEVELS:
-        prompt = _render_prompt(request, level)
-        if max_chars is None or len(prompt) <= max_chars:
-            return prompt
-    return fit_hard(prompt, max_chars, FINAL_LINE)
-
-
-FINAL_LINE = "Answer with the complete file in one ```python block."
-
-
-def passage_source(p: ContextPassage) -> str:
-    """Where a passage comes from, as the prompt and the candidate page name it."""
-    where = p.document + (f" p.{p.page}" if p.page else "")
-    if p.section and p.kind != "skill":
-        where += f" \u00a7 {p.section}"
-    meta = p.metadata or {}
-    details = [p.kind if p.kind != "document" else "manual"]
-    if meta.get("category"):
-        details.append(str(meta["category"]))
-    if p.kind == "skill" and p.section:
-        details.append(f"family {p.section}")
-    if meta.get("transformation"):
-        details.append(f"transformation {meta['transformation']}")
-    return f"{where} ({', '.join(details)}; score {p.score:.3f})"
-
-
-def sent_passages(request: SynthesisRequest, level: Level = None) -> list[dict[str, Any]]:
-    """The passages as the prompt carries them (text cut to the level's passage size)."""
-    size = (level or FIT_LEVELS[0]).passage_chars
-    return [{"document": p.document, "page": p.page, "section": p.section, "kind": p.kind,
-             "score": p.score, "category": (p.metadata or {}).get("category", ""),
-             "source": passage_source(p), "text": p.text.strip()[:size],
-             **({"skill_id": (p.metadata or {}).get("skill_id"),
-                 "effect": skill_effect_text(p.metadata)} if p.kind == "skill" else {})}
-            for p in request.context]
-
-
-def _render_prompt(request: SynthesisRequest, level: Level) -> str:
-    t = request.target
-    parts = [_section("Problem (reference, KernelBench format)",
-                      f"```python\n{shorten_code(request.problem_source, level.problem_chars)}"
-                      "\n```")]
-    parts.append(_section("Target hardware", (
-        f"{t.name} ({t.vendor} {t.architecture}): memory bandwidth {t.memory_bandwidth_gbs:g} "
-        f"GB/s, fp32 {t.fp32_tflops:g} TFLOP/s, bf16 {t.bf16_tflops:g} TFLOP/s, "
-        f"{t.multiprocessors} SMs, L2 {t.l2_bytes // (1024 * 1024)} MiB, shared memory per "
-        f"block {t.shared_memory_per_block_bytes // 1024} KiB ({t.source}). {t.notes}")))
-    parts.append(_section("Precision policy", (
-        f"{request.precision_policy}: "
-        + ("fp32 math; tl.dot must use input_precision='ieee' (tf32 fails)."
-           if request.precision_policy == "strict" else "looser math is allowed and labelled."))))
-    parent = request.parent
-    if request.memory.mode == "restart" or parent.id == 0:
-        parts.append(_section("Your task", "Write a first fast Triton implementation from "
-                              "scratch (the reference is the starting point)."))
-    else:
-        parts.append(_section(f"Current kernel (node {parent.id})",
-                              f"```python\n{shorten_code(parent.source, level.code_chars)}\n```"))
-        parts.append(_section("Its evaluation", _evaluation_text(parent)))
-        parts.append(_section("Your task", "Improve this kernel: fix it if it failed, "
-                              "otherwise make it faster while keeping it correct."))
-    if request.second_parent is not None:
-        parts.append(_section(
-            f"Second parent (node {request.second_parent.id}) to combine",
-            f"```python\n{shorten_code(request.second_parent.source, level.code_chars)}\n```"))
-    memory = request.memory
-    if memory.trajectory:
-        kept, dropped = keep_last(memory.trajectory, level.trajectory_items)
-        lines = [summarise_dropped(dropped, "older ancestors")] if dropped else []
-        lines += [f"- node {v.id}: {v.origin.get('transformation', '')} \u2192 {v.status}, reward "
-                  f"{_num(v.reward)}, speedup {_num(v.speedup_vs_eager)}, "
-                  f"{_bottleneck(v.diagnostics)} {v.message[:level.message_chars]}"
-                  for v in kept]
-        parts.append(_section("Trajectory (ancestors, oldest first)", "\n".join(lines)))
-    if memory.siblings:
-        kept, dropped = keep_last(memory.siblings, level.sibling_items)
-        lines = [summarise_dropped(dropped, "earlier siblings")] if dropped else []
-        lines += [f"- node {v.id}: {v.origin.get('transformation', '')} \u2192 {v.status}, reward "
-                  f"{_num(v.reward)}, speedup {_num(v.speedup_vs_eager)}: "
-                  f"{v.message[:level.message_chars]}" for v in kept]
-        parts.append(_section("Already tried from this kernel (siblings)", "\n".join(lines)))
-    if request.context:
-        lines = [f"[{i + 1}] {p['source']}:\n{p['text']}"
-                 + (f"\n{p['effect']}" if p.get("effect") else "")
-                 for i, p in enumerate(sent_passages(request, level))]
-        parts.append(_section(f"Retrieved context (query: {request.context_query})",
-                              "\n\n".join(lines)))
-    parts.append(FINAL_LINE)
-    return "\n".join(parts)
-
-
-def _num(value) -> str:
-    return f"{value:.3f}" if isinstance(value, (int, float)) else "n/a"
-
-
-def _bottleneck(diagnostics: dict[str, Any]) -> str:
-    b = diagnostics.get("bottleneck", "")
-    if isinstance(b, dict):
-        return f"[{b.get('class', '')}: {b.get('reason', '')}]"
-    return f"[{b}]" if b else ""
-
-
-def _evaluation_text(view) -> str:
-    lines = [f"status: {view.status}", f"message: {view.message[:800]}",
-             f"reward: {_num(view.reward)}, speedup vs eager: {_num(view.speedup_vs_eager)}, "
-             f"coverage (share of device time in your kernels): {_num(view.coverage)}"]
-    diag = view.diagnostics
-    if diag.get("bottleneck"):
-        lines.append(f"diagnosis: {_bottleneck(diag)}")
-    roof = diag.get("roofline") or {}
-    if roof.get("available"):
-        lines.append("roofline: " + ", ".join(f"{k} {v}" for k, v in roof.items()
-                                              if isinstance(v, (int, float))))
-    for kernel in (diag.get("kernels") or [])[:4]:
-        lines.append("kernel: " + ", ".join(f"{k}={v}" for k, v in kernel.items()
-                                            if k in ("name", "n_regs", "n_spills", "shared_bytes",
-                                                     "num_warps", "occupancy")))
-    if view.integrity_flags:
-        lines.append("integrity findings:")
-        lines += [f"- {f['check']} ({f.get('severity', 'hack')}): {f['evidence'][:300]}"
-                  for f in view.integrity_flags]
-    return "\n".join(lines)
-
-
-def new_usage() -> dict[str, Any]:
-    return {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "requests": 0}
-
-
-def add_usage(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
-    for key in ("prompt_tokens", "completion_tokens", "requests"):
-        total[key] = int(total.get(key) or 0) + int(more.get(key) or 0)
-    total["cost_usd"] = round(float(total.get("cost_usd") or 0.0)
-                              + float(more.get("cost_usd") or 0.0), 8)
-    return total
 
 
 class LLMSynthesizer:
@@ -381,8 +189,7 @@ class LLMSynthesizer:
 
     def _sent(self, request, prompt, corrections) -> dict[str, Any]:
         """Exactly what went to the endpoint (the key never does): for the candidate page."""
-        level = next((lv for lv in FIT_LEVELS if len(_render_prompt(request, lv)) == len(prompt)),
-                     FIT_LEVELS[-1])
+        level = fit_level(request, prompt)
         return {"model": self.model, "endpoint": _origin_only(self.config.base_url),
                 "system": SYSTEM_PROMPT, "prompt_chars": len(prompt),
                 "prompt_tokens_estimate": estimate_tokens(SYSTEM_PROMPT + prompt),
@@ -429,26 +236,27 @@ class LLMSynthesizer:
                 response = self.client.chat.completions.create(
                     model=self.config.model, messages=messages, **sampling)
             except openai.RateLimitError as exc:
-                retry_after = _retry_after(exc)
-                wait = delay if retry_after is None else retry_after
-                status, last = exc.status_code, f"HTTP {exc.status_code} {_brief(exc)}"
+                retry_after_s = retry_after(exc)
+                wait = delay if retry_after_s is None else retry_after_s
+                status, last = exc.status_code, f"HTTP {exc.status_code} {brief_error(exc)}"
             except openai.APITimeoutError:
                 wait, status = delay, None
                 last = f"no answer within {self.config.timeout_s:g} s"
             except openai.APIConnectionError as exc:
-                wait, status, last = delay, None, f"connection failed: {_brief(exc)}"
+                wait, status, last = delay, None, f"connection failed: {brief_error(exc)}"
             except openai.InternalServerError as exc:
                 wait = delay
-                status, last = exc.status_code, f"HTTP {exc.status_code} {_brief(exc)}"
+                status, last = exc.status_code, f"HTTP {exc.status_code} {brief_error(exc)}"
             except openai.APIStatusError as exc:  # 4xx other than 429: retrying won't help
-                if sampling.get("logprobs") and _refuses_logprobs(exc):
+                if sampling.get("logprobs") and refuses_logprobs(exc):
                     self._logprobs_refused = True
                     return self._chat(messages, usage, seed)  # ask again, without them
                 raise SynthesisError(f"the endpoint refused the request: {exc.status_code} "
                                      f"{exc.message}", usage=usage, status_code=exc.status_code,
                                      model=self.model) from exc
             else:
-                self._count(response, usage)
+                count_usage(response, usage, self.config.usd_per_1k_prompt_tokens,
+                            self.config.usd_per_1k_completion_tokens)
                 choice = response.choices[0] if response.choices else None
                 text = (choice.message.content or "") if choice else ""
                 return Answer(text, token_logprobs(choice, self.config.top_logprobs),
@@ -462,28 +270,6 @@ class LLMSynthesizer:
                              f"times (timeouts, rate limits or server errors); last: {last}",
                              usage=usage, transient=True, status_code=status, model=self.model)
 
-    def _count(self, response, usage: dict) -> None:
-        used = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(used, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(used, "completion_tokens", 0) or 0)
-        usage["requests"] += 1
-        usage["prompt_tokens"] += prompt_tokens
-        usage["completion_tokens"] += completion_tokens
-        usage["cost_usd"] = round(usage["cost_usd"] + prompt_tokens / 1000 *
-                                  self.config.usd_per_1k_prompt_tokens + completion_tokens /
-                                  1000 * self.config.usd_per_1k_completion_tokens, 8)
-
-
-def _refuses_logprobs(exc) -> bool:
-    """A 400/422 that names the logprobs option: the endpoint does not offer them."""
-    text = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}".lower()
-    return getattr(exc, "status_code", None) in (400, 422) and "logprob" in text
-
-
-def _brief(exc) -> str:
-    message = getattr(exc, "message", "") or str(exc)
-    return message[:200]
-
 
 def _origin_only(url: str) -> str:
     """The endpoint without credentials or query (what the candidate page may show)."""
@@ -494,12 +280,3 @@ def _origin_only(url: str) -> str:
     if parts.port:
         host += f":{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def _retry_after(exc) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None

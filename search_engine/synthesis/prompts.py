@@ -1,6 +1,6 @@
 """Fitting a prompt into the model's context: summarise long parents and trajectories.
 
-`build_prompt` (llm.py) renders the message at the first `FIT_LEVELS` entry that fits the
+`build_prompt` (llm_prompt.py) renders the message at the first `FIT_LEVELS` entry that fits the
 budget; each level keeps less of the parent's code (head and tail, the middle summarised),
 fewer trajectory and sibling lines (the dropped ones summarised in one line) and shorter
 passages. When even the last level is too long, `fit_hard` cuts the message and says so.

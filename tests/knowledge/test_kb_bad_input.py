@@ -138,10 +138,10 @@ def test_command_path_keeps_no_failed_row(kb, tmp_path, pdfs):
 
 
 def test_chroma_failure_rolls_back_the_database(kb, monkeypatch):
-    def broken_add(*args, **kwargs):
+    def broken_write(*args, **kwargs):
         raise RuntimeError("chroma is down")
 
-    monkeypatch.setattr(store, "add", broken_add)
+    monkeypatch.setattr(store, "upsert", broken_write)
     document = document_upload(filename="bad-chroma.md", data=GOOD_MD, category="general-optimization")
     document = document_process(document.pk)
     assert document.status == Document.Status.FAILED

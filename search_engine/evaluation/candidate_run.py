@@ -1,0 +1,266 @@
+"""One candidate's run: the source checks, then the conversation with its sandbox.
+
+`CandidateRun` holds what a run decides with (problem, target, policy, tolerance, flags);
+it starts or takes the candidate's sandbox, loads the candidate, stages the inputs, calls
+it on every trial and compares each answer with the reference as it comes. Timing and the
+checks on the outputs it keeps are `timed_checks.TimedChecks`; the verdict is
+`judgement.Judgement`. `resident.ResidentDrive` drives the same run with device-resident
+tensors.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Any
+
+from search_engine.evaluation import wire
+from search_engine.evaluation.config import EvaluationConfig
+from search_engine.evaluation.correctness import compare_trial
+from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_activity, quiet_gpu
+from search_engine.evaluation.integrity.static_checks import STRUCTURAL_CHECKS, run_static_checks
+from search_engine.evaluation.judgement import Judgement, _timing
+from search_engine.evaluation.reference import ReferenceData
+from search_engine.evaluation.result import EvaluationResult, IntegrityFlag
+from search_engine.evaluation.sandbox import (
+    ProtocolViolation,
+    SandboxDied,
+    SandboxSession,
+    SandboxTimeout,
+    make_workdir,
+)
+from search_engine.evaluation.timed_checks import TimedChecks
+from search_engine.evaluation.tolerances import precision_class, tolerance_for
+from search_engine.hardware import HardwareTarget
+from search_engine.problems import Problem
+
+
+def child_args(hw: HardwareTarget, config: EvaluationConfig) -> list[str]:
+    device = "cpu" if hw.is_interpreter else "cuda"
+    return ["--device", device] + (["--resident"] if config.resident_on(device) else [])
+
+
+def candidate_env(hw: HardwareTarget) -> dict[str, str]:
+    if hw.is_interpreter:
+        return {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    return {}
+
+
+class CandidateRun(TimedChecks, Judgement):
+    """One candidate judged against one problem on one target, stage by stage."""
+
+    def __init__(self, problem: Problem, candidate: str, hw: HardwareTarget, policy: str,
+                 timeout_s: float, config: EvaluationConfig):
+        self.problem, self.candidate, self.hw = problem, candidate, hw
+        self.policy, self.timeout_s, self.config = policy, timeout_s, config
+        self.flags: list[IntegrityFlag] = []
+        self.tolerance = tolerance_for(policy, problem.dtype)
+        self.precision_class = precision_class(policy, problem.dtype)
+
+    def result(self, status: str, message: str, **fields: Any) -> EvaluationResult:
+        fields.setdefault("integrity_flags", self.flags)
+        fields.setdefault("isolation", {"sandbox": "not started (decided before running)"})
+        return EvaluationResult(status=status, message=message, precision_policy=self.policy,
+                                target=self.hw.name, **fields)
+
+    # -- stage 1: the source
+    def static_stage(self) -> EvaluationResult | None:
+        if not self.config.static_checks:
+            return None
+        self.flags = run_static_checks(self.candidate, self.problem.dtype, self.policy)
+        structural = [f for f in self.flags if f.check in STRUCTURAL_CHECKS]
+        if structural:
+            return self.result("compile_error", "; ".join(f.evidence for f in structural))
+        hacks = [f for f in self.flags if f.severity == "hack"]
+        if hacks:
+            return self.result("hack_suspected", "rejected before running: "
+                               + "; ".join(f"{f.check} ({f.evidence})" for f in hacks[:4]))
+        return None
+
+    # -- stage 2: the candidate's sandbox
+    def sandbox_stage(self, ref: ReferenceData, keep_workdir: bool,
+                      pool=None) -> EvaluationResult:
+        self._ref = ref
+        self.lock_wait_s = 0.0
+        t0 = time.monotonic()
+        try:
+            session = self._session(pool)
+            self.pool_wait_s = time.monotonic() - t0
+        except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
+            return self.result("runtime_error", f"the candidate's sandbox did not start: {exc}")
+        workdir = session.workdir
+        (workdir / "candidate.py").write_text(self.candidate)
+        answered = False
+        try:
+            try:
+                report = self._drive(session, ref)
+                failure, answered = None, True
+            except SandboxTimeout:
+                report, failure = None, ("timeout", f"the candidate did not finish within "
+                                         f"{self.timeout_s:g} s (its sandbox was killed)")
+            except SandboxDied as exc:
+                report, failure = None, ("runtime_error", f"the sandbox process died without "
+                                         f"answering ({exc}); see logs")
+            except ProtocolViolation as exc:
+                self.flags.append(IntegrityFlag("protocol.violation", str(exc)))
+                report, failure = None, ("hack_suspected", f"protocol.violation: {exc}")
+            finally:  # a sandbox that answered everything is reaped in the background
+                outcome = session.close_later() if answered else session.close()
+            self.sandbox_s = time.monotonic() - t0
+            common = {"isolation": outcome.isolation, "logs": outcome.log}
+            if failure is not None:
+                status, message = failure
+                if outcome.memory_exceeded and status != "hack_suspected":
+                    status, message = "runtime_error", self._memory_message()
+                return self.result(status, message, **common)
+            if isinstance(report, EvaluationResult):
+                report.isolation, report.logs = outcome.isolation, (report.logs + "\n" + outcome.log).strip()[-self.config.log_chars:]
+                return report
+            result = self._judge(report, ref, workdir)
+            result.isolation, result.logs = outcome.isolation, outcome.log
+            result.diagnostics["phases"]["sandbox_s"] = round(self.sandbox_s, 3)
+            result.diagnostics["phases"]["pool_wait_s"] = round(self.pool_wait_s, 3)
+            return result
+        finally:
+            if not keep_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def _session(self, pool) -> SandboxSession:
+        """A warm sandbox from `pool` (single use) or a fresh one started by `_drive`."""
+        if pool is not None:
+            return pool.take(self.timeout_s)
+        return SandboxSession("search_engine.evaluation.child", child_args(self.hw, self.config),
+                              make_workdir(), timeout_s=self.timeout_s,
+                              limits=self.config.limits, env_extra=self._env(),
+                              gpu=not self.hw.is_interpreter, log_chars=self.config.log_chars)
+
+    def _env(self) -> dict[str, str]:
+        return candidate_env(self.hw)
+
+    def _memory_message(self) -> str:
+        limit = getattr(self.config.limits, "memory_bytes", None)
+        size = f" of {limit / (1 << 30):.3g} GiB" if limit else ""
+        return f"the candidate exceeded the sandbox memory limit{size} and was killed"
+
+    @property
+    def device(self) -> str:
+        return "cpu" if self.hw.is_interpreter else "cuda"
+
+    def _drive(self, session: SandboxSession, ref: ReferenceData):
+        """Ask the candidate's sandbox for everything the judgement needs; compare as we go.
+        Returns the evidence (a dict) or an early result (build or run failure)."""
+        phases: dict[str, float] = {}
+        clock = [time.monotonic()]
+
+        def phase(name: str) -> None:
+            now = time.monotonic()
+            phases[name] = round(now - clock[0], 4)
+            clock[0] = now
+
+        if not session.started:
+            session.start()
+        phase("startup")
+        out_cap = 2 * ref.output_bytes + (1 << 20)  # a wrong dtype may double them, no more
+        init_slots, init_tensors = wire.encode_values(ref.init_inputs)
+        reply, _ = self._request(session, "load", {
+            "candidate_file": str(session.workdir / "candidate.py"), "init": init_slots,
+            "state_keys": list(ref.state_dict), "state_offset": len(init_tensors),
+            "seed": ref.init_seed, "max_outputs": len(ref.output_shapes),
+            "output_shapes": ref.output_shapes,
+            "max_output_bytes": out_cap,
+        }, init_tensors + list(ref.state_dict.values()))
+        if not reply.get("ok"):
+            return self._failed(reply, phases)
+        phase("load_candidate")
+        if ref.resident:
+            from search_engine.evaluation.resident import ResidentDrive
+
+            report = ResidentDrive(self, session, ref).drive(phases, phase)
+            if isinstance(report, EvaluationResult):
+                return report
+            return self._finish(session, report)
+        sets = [*ref.inputs, ref.ghost_inputs]
+        for index, inputs in enumerate(sets):
+            slots, tensors = wire.encode_values(inputs)
+            self._request(session, "stage", {"set": index, "inputs": slots}, tensors)
+
+        warm = self._warm(session, 0)
+        if warm is not None:
+            return self._failed(warm, phases, 0)
+        trials, outputs, evidence = [], [], []
+        for index in range(len(ref.inputs)):
+            reply, out = self._request(session, "call", {"set": index}, max_reply_bytes=out_cap)
+            if not reply.get("ok"):
+                return self._failed(reply, phases, index)
+            evidence.append({"trial": index, **reply["evidence"]})
+            outputs.append(out)
+            trials.append(self._compare(index, ref.schedule[index][0], out, ref.outputs64[index]))
+        phase("correctness")
+        report = {"trials": evidence, "phases": phases, "correctness": trials,
+                  "outputs": outputs, "timing": dict(ref.baselines)}
+        if all(t.passed for t in trials):
+            self._timed_checks(session, ref, report)
+            phase("timing")
+            if self.config.ghost_replay:
+                report["ghost"] = self._ghost(session, ref)
+                phase("ghost")
+            self._profile(session, report, list(range(len(ref.inputs))))
+            phase("profile")
+        return self._finish(session, report)
+
+    def _warm(self, session: SandboxSession, input_set: int) -> dict | None:
+        """Compile the candidate's Triton kernels before its first call, outside the GPU
+        activity lock (no kernel of Triton's runs; see the child's `on_warm`), so that other
+        candidates' timings do not wait on our compiler. Returns a compile failure's reply;
+        any other failure is left for the real call to report."""
+        mode = self.config.compile_pass
+        if mode == "off" or (mode == "auto" and self.hw.is_interpreter):
+            return None
+        reply, _ = session.request("warm", {"set": input_set})
+        return reply if not reply.get("ok") and reply.get("error") == "compile" else None
+
+    def _profile(self, session: SandboxSession, report: dict, sets: list[int]) -> None:
+        """Device time per kernel (for coverage), with the GPU to ourselves."""
+        if self.hw.is_interpreter:
+            return
+        with quiet_gpu(cuda_device_key(), self.config.quiet_wait_s):
+            reply, _ = session.request("profile", {
+                "sets": sets, "iterations": self.config.profile_iterations})
+        if reply.get("ok"):
+            report["profile_us"] = reply["profile_us"]
+        else:
+            report["profile_error"] = reply.get("message", "profiler failed")
+
+    def _finish(self, session: SandboxSession, report: dict) -> dict:
+        reply, _ = session.request("evidence")
+        if reply.get("ok"):
+            report.update({k: v for k, v in reply.items()
+                           if k not in ("ok", "kind", "re", "fds", "fd_count")})
+        session.request("exit")
+        return report
+
+    def _compare(self, index: int, seed: int, out: list, reference: list):
+        device = self.device
+        return compare_trial(index, seed, [o.to(device) for o in out],
+                             [r.to(device) for r in reference], self._ref.output_dtypes, self.tolerance)
+
+    def _request(self, session: SandboxSession, kind: str, header: dict | None = None,
+                 tensors: list | None = None, max_reply_bytes: int = 1 << 20,
+                 fds: list[int] | None = None, max_reply_fds: int = 0):
+        """A request whose GPU work must not overlap another candidate's timing."""
+        key = None if self.hw.is_interpreter else cuda_device_key()
+        with gpu_activity(key):
+            return session.request(kind, header, tensors, max_reply_bytes=max_reply_bytes,
+                                   fds=fds, max_reply_fds=max_reply_fds)
+
+    def _failed(self, reply: dict, phases: dict, trial: int | None = None) -> EvaluationResult:
+        kind = {"compile": "compile_error", "output": "incorrect"}.get(reply.get("error"),
+                                                                        "runtime_error")
+        message = reply.get("message", "the candidate failed")
+        if trial is not None:
+            message = f"trial {trial}: {message}"
+            if kind == "compile_error":
+                message = f"Triton could not compile a kernel: {message}"
+        return self.result(kind, message, logs=reply.get("traceback", ""),
+                           timing=_timing({"timing": self._ref.baselines}),
+                           diagnostics={"phases": dict(phases)})

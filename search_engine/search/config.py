@@ -1,0 +1,60 @@
+"""What a search run may do and what it returns: `SearchConfig` (strategy, budget, seed,
+parallelism, stops, outage retries), `SearchOutcome` and the run statuses."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from search_engine.search import credit
+
+RUNNING, PAUSED, COMPLETED, CANCELLED_STATUS, FAILED = (
+    "running", "paused", "completed", "cancelled", "failed")
+
+
+@dataclass
+class SearchConfig:
+    strategy: str = "mcts"  # mcts | evolution
+    budget: int = 12  # evaluations
+    seed: int = 0
+    children_per_step: int = 2
+    max_in_flight: int = 4
+    ordered: bool = True
+    max_seconds: float | None = None
+    max_cost_usd: float | None = None
+    plateau_window: int | None = None
+    plateau_epsilon: float = 0.02
+    gamma: float = credit.DEFAULT_GAMMA
+    precision_policy: str = "strict"
+    eval_timeout_s: float = 180.0
+    context_k: int = 4
+    policy_options: dict[str, Any] = field(default_factory=dict)
+    family: str = ""  # the problem's operator family ("" = guessed from the source)
+    async_synthesis: bool | None = None  # None: when the synthesizer is `remote` (LLM)
+    max_synthesis_in_flight: int = 2  # unordered mode; ordered mode keeps one
+    outage_failures: int = 1  # failed expansions in a row (each retried) before pausing
+    outage_retry_s: float = 30.0  # first retry after an outage; doubles up to the max
+    outage_max_retry_s: float = 300.0
+    spent_cost_usd: float = 0.0  # already spent before this run (a resumed session)
+
+    def __post_init__(self) -> None:
+        if self.budget < 1:
+            raise ValueError("budget must be at least 1 evaluation")
+        if self.children_per_step < 1 or self.max_in_flight < 1:
+            raise ValueError("children_per_step and max_in_flight must be at least 1")
+
+
+@dataclass
+class SearchOutcome:
+    status: str
+    reason: str
+    evaluated: int
+    best: dict[str, Any] | None
+    nodes: list[dict[str, Any]]
+    cost_usd: float
+    elapsed_s: float
+    baselines: dict[str, Any]
+    usage: dict[str, Any] = field(default_factory=dict)  # tokens and requests, failed ones too
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

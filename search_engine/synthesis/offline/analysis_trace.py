@@ -1,0 +1,79 @@
+"""Trace a loaded problem module into its op graph: build `Model` and `get_inputs()` on the
+meta device, trace the model with torch.fx, propagate shapes with `ShapeProp` and translate
+the graph (`analysis_translator`).
+
+This RUNS the problem's code: only the sandboxed probe (`search_engine.problem_probe`) calls
+`trace_module`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from search_engine.synthesis.base import NotCoveredError
+from search_engine.synthesis.offline.analysis_ir import Analysis
+from search_engine.synthesis.offline.analysis_translator import _Translator
+
+
+def trace_module(module) -> Analysis:
+    """Trace a loaded problem module. This RUNS the problem's code: only the sandboxed probe
+    (`search_engine.problem_probe`) calls it.
+
+    The model and its inputs are built on the meta device (shapes and dtypes, no storage), so
+    an official-size problem costs no memory; `materialized_bytes` on the result says how much
+    real tensor data the analysis held (0 unless the problem forced real tensors)."""
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise NotCoveredError(f"the problem does not define {name}")
+    torch.manual_seed(0)
+    model, inputs = _build_on_meta(module)
+    try:
+        graph_module = torch.fx.symbolic_trace(model)
+    except Exception as exc:  # data-dependent control flow and the like
+        raise NotCoveredError(f"torch.fx could not trace the reference Model: {exc}") from exc
+    try:
+        with torch.no_grad():
+            ShapeProp(graph_module).propagate(*inputs)
+    except Exception as exc:
+        raise NotCoveredError(f"the reference Model did not run on get_inputs(): "
+                              f"{type(exc).__name__}: {exc}") from exc
+    analysis = _Translator(graph_module, len(inputs), inputs).run()
+    analysis.materialized_bytes = _real_bytes(model, inputs)
+    return analysis
+
+
+def _build_on_meta(module):
+    """The Model and get_inputs() with every factory call on the meta device; `.cuda()` and
+    `.to(device)` keep meta tensors on meta (the analysis needs shapes, never values)."""
+    originals = {name: getattr(torch.Tensor, name) for name in ("cuda", "to", "cpu")}
+
+    def stay_on_meta(name):
+        def call(self, *args, **kwargs):
+            if self.is_meta:
+                dtype = next((a for a in args if isinstance(a, torch.dtype)), kwargs.get("dtype"))
+                return self if dtype is None else originals["to"](self, dtype=dtype)
+            return originals[name](self, *args, **kwargs)
+        return call
+
+    try:
+        for name in originals:
+            setattr(torch.Tensor, name, stay_on_meta(name))
+        with torch.device("meta"):
+            model = module.Model(*module.get_init_inputs())
+            inputs = list(module.get_inputs())
+    finally:
+        for name, fn in originals.items():
+            setattr(torch.Tensor, name, fn)
+    if isinstance(model, torch.nn.Module):
+        model.eval()  # as the evaluator runs the reference
+    return model, inputs
+
+
+def _real_bytes(model, inputs) -> int:
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters()) + list(model.buffers())
+    return int(sum(t.numel() * t.element_size() for t in tensors if not t.is_meta))
