@@ -329,10 +329,10 @@ class BaselineCache:
             pass  # a cache that cannot be written only costs a re-measurement
 
 
-def degenerate_reason(outputs: list) -> str:
+def degenerate_reason(outputs: list, native_dtypes: list[str] | None = None) -> str:
     from search_engine.evaluation.reference_child import degenerate_reason as reason
 
-    return reason(outputs)
+    return reason(outputs, native_dtypes)
 
 
 class ReferenceCache:

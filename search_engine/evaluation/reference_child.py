@@ -50,6 +50,8 @@ class ReferenceServer(ResidentTrials):
         self.open_trials: dict[str, dict] = {}
         self.chunk_bytes = 0  # inputs above this: float64 reference in batch slices
         self.reference_method = "float64, whole trial"
+        # the outputs' dtypes and shapes and the model's FLOPs, from the first trial's draw
+        self.output_meta: tuple[list[str], list[list[int]], int] | None = None
         self.sharer = None
         if resident:
             from search_engine.evaluation.device_share import Sharer, backend_for
@@ -95,21 +97,19 @@ class ReferenceServer(ResidentTrials):
         self.model_meta = copy.deepcopy(model).to("meta")
         self.model64 = copy.deepcopy(model).double().to(self.device)
         self.model = model.to(self.device)
+        self.output_meta = None
 
         schedule, notes, defects = [], [], []
-        dtypes: list[str] = []
-        shapes: list[list[int]] = []
-        input_bytes = flops = 0
+        input_bytes = 0
         for index, (trial_seed, scale, shift) in enumerate(header["schedule"]):
             inputs, out, used, note = self._informative_trial(int(trial_seed), float(scale),
                                                               float(shift))
             if note:
                 notes.append(f"trial {index}: {note}")
             if index == 0:
-                dtypes, shapes, flops = self._outputs_and_flops(inputs)
                 input_bytes = sum(x.numel() * x.element_size() for x in inputs
                                   if isinstance(x, torch.Tensor))
-            defect = degenerate_reason(out)
+            defect = degenerate_reason(out, self.output_meta[0])
             if defect:  # degenerate on the problem's own input distribution
                 defects.append(f"trial {index} (seed {trial_seed}, scale {scale:g}, "
                                f"shift {shift:g}): {defect}")
@@ -120,6 +120,7 @@ class ReferenceServer(ResidentTrials):
             else:
                 self.trials.append((inputs, out))
         self.schedule = [tuple(t) for t in schedule]
+        dtypes, shapes, flops = self.output_meta
         init_slots, init_tensors = wire.encode_values(init_inputs)
         reply = {"ok": True, "init": init_slots, "state_keys": list(state),
                  "state_offset": len(init_tensors), "schedule": schedule, "notes": notes,
@@ -155,8 +156,11 @@ class ReferenceServer(ResidentTrials):
         """The trial's inputs and float64 outputs; when (scale, shift) makes a reference that
         is informative on its own inputs degenerate, a milder (scale, shift) instead."""
         inputs = self._draw(seed, scale, shift)
+        if self.output_meta is None:  # the first trial: what the model returns, in which dtypes
+            self.output_meta = self._outputs_and_flops(inputs)
+        native = self.output_meta[0]
         out = self._reference64(inputs)
-        if not degenerate_reason(out) or (scale, shift) == (1.0, 0.0):
+        if not degenerate_reason(out, native) or (scale, shift) == (1.0, 0.0):
             return inputs, out, (scale, shift), ""
         for scale_factor, shift_factor in ADAPTATIONS:
             if scale_factor is None:
@@ -165,10 +169,10 @@ class ReferenceServer(ResidentTrials):
                 alt_scale, alt_shift = scale_factor * scale ** 0.5, shift_factor * shift
             candidate = self._draw(seed, alt_scale, alt_shift)
             alt_out = self._reference64(candidate)
-            if not degenerate_reason(alt_out):
+            if not degenerate_reason(alt_out, native):
                 return (candidate, alt_out, (alt_scale, alt_shift),
                         f"scale {scale:g}, shift {shift:g} made the reference degenerate "
-                        f"({degenerate_reason(out)}); used scale {alt_scale:.3g}, "
+                        f"({degenerate_reason(out, native)}); used scale {alt_scale:.3g}, "
                         f"shift {alt_shift:.3g}")
         return inputs, out, (scale, shift), ""
 
@@ -292,8 +296,12 @@ def _tensor_bytes(values: list) -> int:
 REQUESTS = ("setup", "trial", "baselines", "open", "judge", "close")
 
 
-def degenerate_reason(outputs: list) -> str:
-    """Why a reference output cannot tell right from wrong, or '' when it can."""
+def degenerate_reason(outputs: list, native_dtypes: list[str] | None = None) -> str:
+    """Why a reference output cannot tell right from wrong, or '' when it can.
+
+    `native_dtypes` are the dtypes the problem returns (e.g. "torch.float32"): a float64
+    reference beyond such a dtype's finite range (a cumprod of large inputs, exp in fp16)
+    is one no correct kernel can return, so it counts as degenerate too."""
     import torch
 
     for i, o in enumerate(outputs):
@@ -304,11 +312,23 @@ def degenerate_reason(outputs: list) -> str:
         if o.numel() == 0:
             return f"output {i} is empty"
         peak = float(o.abs().max())
+        native = _float_dtype(native_dtypes[i]) if native_dtypes and i < len(native_dtypes) else None
+        if native is not None and peak > torch.finfo(native).max:
+            return (f"output {i} overflows {str(native).removeprefix('torch.')} "
+                    f"(max |ref| = {peak:.3g})")
         if peak < 1e-10:
             return f"output {i} is all (near) zero (max |ref| = {peak:.3g})"
         if o.numel() > 1 and float(o.max() - o.min()) <= 1e-12 * peak:
             return f"output {i} is constant ({float(o.flatten()[0]):.6g} everywhere)"
     return ""
+
+
+def _float_dtype(name: str):
+    """The torch floating dtype named "torch.float16" (or "float16"), else None."""
+    import torch
+
+    dtype = getattr(torch, str(name).removeprefix("torch."), None)
+    return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else None
 
 
 def _as_list(out) -> list:

@@ -66,3 +66,18 @@ def test_degenerate_reference_reasons():
     assert "constant" in degenerate_reason([torch.full((8,), 2.5, dtype=torch.float64)])
     assert "NaN" in degenerate_reason([torch.tensor([1.0, float("nan")])])
     assert degenerate_reason([torch.randn(8, dtype=torch.float64)]) == ""
+
+
+def test_a_reference_beyond_the_native_dtype_is_degenerate():
+    """A float64 value that the problem's own dtype cannot hold is one no correct kernel can
+    return (it would be inf there); within range, or an integer output, it is fine."""
+    from search_engine.evaluation.reference import degenerate_reason
+
+    big = torch.tensor([1e40, 1.0, 2.0], dtype=torch.float64)
+    assert "overflows float32" in degenerate_reason([big], ["torch.float32"])
+    assert degenerate_reason([big], ["torch.float64"]) == ""
+    assert degenerate_reason([big]) == ""  # native dtype unknown: the float64 checks only
+    assert "overflows float16" in degenerate_reason([big / 1e35], ["torch.float16"])
+    assert "overflows bfloat16" not in degenerate_reason([big / 1e35], ["torch.bfloat16"])
+    ints = torch.tensor([1, 2, 3])
+    assert degenerate_reason([big, ints], ["torch.float64", "torch.int64"]) == ""

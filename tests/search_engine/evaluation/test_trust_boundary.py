@@ -182,6 +182,57 @@ def test_shifted_trial_is_adapted_instead_of_a_problem_defect(run_eval):
     assert len({t.seed for t in r.correctness}) == 5
 
 
+CUMPROD = '''
+import torch
+from torch import nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumprod(x, dim=1)
+
+def get_inputs():
+    return [torch.rand(8, 30) + 0.5]
+
+def get_init_inputs():
+    return []
+'''
+
+CUMPROD_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def cumprod_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=1.0)
+    tl.store(y_ptr + row * n_cols + cols, tl.cumprod(x, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        cumprod_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return y
+'''
+
+
+def test_a_trial_beyond_the_output_dtype_is_adapted_not_failed(run_eval):
+    """At scale 30 a cumprod of 30 values is ~1e44: finite in float64, inf in float32 for
+    any correct kernel. The trial gets a milder scale instead of failing the kernel."""
+    from search_engine.problems import Problem
+
+    r = run_eval(CUMPROD_KERNEL, problem=Problem.from_source(CUMPROD, "cumprod"))
+    assert r.status == "correct", r.message
+    notes = r.diagnostics["trial_plan_notes"]
+    assert any("overflows float32" in n and "scale 30" in n for n in notes), notes
+
+
 def test_a_problem_degenerate_on_its_own_inputs_is_still_a_defect(run_eval):
     from search_engine.problems import Problem
 
