@@ -144,6 +144,10 @@ else:
             # Threads of the embedded runner write while requests read.
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE",
                         "init_command": "PRAGMA journal_mode=WAL;"},
+            # Tests get a file like the embedded default, not Django's shared-cache in-memory
+            # database: there a background thread's write fails at once with "table is
+            # locked" instead of waiting (the busy timeout does not cover shared-cache locks).
+            "TEST": {"NAME": str(KERNELHUB_DATA_DIR / "test-kernelhub.sqlite3")},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

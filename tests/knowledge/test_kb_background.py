@@ -1,8 +1,10 @@
 """Indexing runs in the background (a thread in the embedded default) and the progress
 fragment shows it finishing; the Celery task is used in the distributed mode."""
 
+import threading
 import time
 
+from django.db import connection
 from django.urls import reverse
 
 from knowledge import tasks
@@ -61,3 +63,33 @@ def test_celery_task_indexes_the_document(kb):
     tasks.ingest_document_task.apply(args=[document.pk]).get()
     document.refresh_from_db()
     assert document.status == "ready" and document.chunk_count == 1
+
+
+def test_a_background_writer_waits_for_readers(transactional_db):
+    """Indexing writes its progress row from a thread while pages read it. On SQLite the
+    writer must wait its turn (the busy timeout), never fail with "table is locked": the
+    embedded database, and the tests' one, are files in WAL mode, not a shared-cache
+    in-memory database, where such a write fails at once."""
+    doc = Document.objects.create(filename="a.md", title="a", kind="markdown", size_bytes=1,
+                                  content_hash="0" * 64, stored_path="a.md",
+                                  category="general-optimization")
+    errors = []
+
+    def writer():
+        try:
+            for i in range(100):
+                Document.objects.filter(pk=doc.pk).update(progress=i, message=str(i))
+        except Exception as exc:  # noqa: BLE001 - the assertion below reports it
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while thread.is_alive():  # a page polling the row meanwhile
+        list(Document.objects.filter(pk=doc.pk).values_list("message", flat=True))
+        for _ in Document.objects.all().iterator(chunk_size=1):
+            pass
+    thread.join()
+    assert not errors, errors
+    assert Document.objects.get(pk=doc.pk).message == "99"
