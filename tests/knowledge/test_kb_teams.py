@@ -227,8 +227,10 @@ def assert_chroma_filters_by_team(world, teams) -> None:
     meta = store.collection(store.CHUNKS).get(ids=sorted(chunk_ids(docs["shared"])),
                                               include=["metadatas"])["metadatas"]
     assert {(m["team_id"], m["shared"]) for m in meta} == {(teams["beta"].pk, True)}
-    skill_hits = {id_ for id_, _ in store.query(store.SKILLS, vector, 50, where=alpha_scope.chroma_where())}
     skills = world["skills"]
+    our_skills = {"skill_id": {"$in": [s.pk for s in skills.values()]}}
+    skill_hits = {id_ for id_, _ in store.query(store.SKILLS, vector, 50,
+                                                where=and_where(alpha_scope.chroma_where(), our_skills))}
     assert f"skill-{skills['alpha'].pk}" in skill_hits and f"skill-{skills['beta'].pk}" not in skill_hits
 
 
@@ -379,7 +381,11 @@ def test_only_admins_share(world, client, teams, django_capture_on_commit_callba
     assert alpha_skill.pk in {p.metadata.get("skill_id") for p in passages if p.kind == "skill"}
     vector = embed_query("quibblefrost tiles of 128 rows; Alpha tiling")
     beta_where = KnowledgeScope.for_teams([teams["beta"].pk]).chroma_where()
-    assert chunk_ids(alpha_doc) <= {i for i, _ in store.query(store.CHUNKS, vector, 100, where=beta_where)}
+    # only this test's documents, as in assert_chroma_filters_by_team: other tests' chunks
+    # (shared ones, or beta's team id reused) would crowd alpha's out of the top 100
+    ours = {"document_id": {"$in": [d.pk for d in world["docs"].values()]}}
+    assert chunk_ids(alpha_doc) <= {i for i, _ in store.query(store.CHUNKS, vector, 100,
+                                                              where=and_where(beta_where, ours))}
     client.force_login(beta_viewer)
     assert client.get(reverse("knowledge:document_detail", args=[alpha_doc.pk])).status_code == 200
 
