@@ -3,13 +3,13 @@ on the Triton interpreter, for the tests). At KernelBench's official sizes a tri
 GB: torch's chunked versions read it a dozen times, these once.
 
 - `diff_partials`: the statistics of `correctness.DiffStats`;
-- `fingerprint_partials`: the two integer sums `reference_child._fingerprint` compares to
+- `fingerprint_partials`: the two integer sums `reference_resident._fingerprint` compares to
   notice a candidate writing into its inputs (int64 arithmetic wraps: the sums are equal
   mod 2**64 whatever the order, and only equality matters)."""
 
 from __future__ import annotations
 
-import triton  # imported only where a reduction runs (correctness, reference_child)
+import triton  # imported only where a reduction runs (correctness, reference_resident)
 import triton.language as tl
 
 BLOCK = 4096

@@ -43,6 +43,16 @@ __all__ = [  # the environment's names are re-exported: callers import them from
 ]
 
 
+def __getattr__(name: str):
+    """`sandbox.SandboxPool`, its old home, resolved on first use: `sandbox_pool` imports
+    this module, so a top-level import here would be a cycle."""
+    if name == "SandboxPool":
+        from search_engine.evaluation.sandbox_pool import SandboxPool
+
+        return SandboxPool
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class SandboxDied(RuntimeError):
     """The sandboxed process went away before answering."""
 

@@ -24,7 +24,9 @@ analysis; the parts live beside it, and everything is re-exported from here:
 
 - `analysis_ir`: the IR's types (`Const`, `IRNode`, `Analysis`) and op vocabulary;
 - `analysis_builder`: building the IR and expanding composite ops;
-- `analysis_translator`: the torch.fx graph → IR translation;
+- `analysis_translator`: the torch.fx graph → IR translation (`analysis_pointwise`: the
+  activations and pointwise functions it lowers to compositions; `analysis_inplace`: in-place
+  ops, rebound or refused);
 - `analysis_trace`: `trace_module`, which runs the problem on the meta device (sandbox only);
 - `analysis_json`: the IR as JSON and its strict checks (`CoverageUnknown`);
 - `analysis_classify`: the family of a graph (`classify`, `check_rows`, `op_summary`).

@@ -16,14 +16,15 @@ UNARY = {
     "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "gelu",
     "gelu_tanh", "silu", "softplus", "elu", "leaky_relu", "clamp", "square", "reciprocal",
     "sin", "cos", "hardsigmoid", "hardswish", "mish", "selu", "powc", "log1p", "expm1",
+    "celu", "logsigmoid", "hardshrink", "threshold", "round_fp16", "round_bf16",
 }
-BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "fmod", "remainder"}
 REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
 LEAVES = {"input", "param"}
 
 # ops only the staged family (staged.py) renders; a graph with any of them is staged
 STAGED_OPS = {"conv", "pool", "scan", "attention", "prod", "reshape", "permute", "expand",
-              "flip", "slice", "cat", "iota", "where", "gt", "lt", "ge", "le", "eq", "ne",
+              "flip", "slice", "cat", "pad", "iota", "where", "gt", "lt", "ge", "le", "eq", "ne",
               "sign", "floor", "ceil", "round", "trunc", "erf"}
 OPS = UNARY | BINARY | REDUCTIONS | LEAVES | {"matmul", "transpose"} | STAGED_OPS
 FAMILIES = ("elementwise", "rows", "matmul")

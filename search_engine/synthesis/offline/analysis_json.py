@@ -29,13 +29,14 @@ DTYPE_NAMES = (
     "float8_e5m2fnuz", "uint16", "uint32", "uint64",
 )
 _FLOAT_ATTRS = ("beta", "threshold", "alpha", "slope", "lo", "hi", "exponent", "divisor",
-                "scale")
+                "scale", "lambd", "value")
 _DIM_ATTRS = ("dims", "in_shape", "stride", "padding", "dilation", "output_padding", "kernel",
               "perm")
 _BOOL_ATTRS = ("keepdim", "temp", "transposed", "ceil_mode", "count_include_pad", "causal",
-               "scalar")
+               "scalar", "adaptive", "additive_mask")
 _INT_ATTRS = ("groups", "dim", "start", "step")
-_MODES = ("max", "avg", "sum", "prod")
+_MODES = ("max", "avg", "sum", "prod", "min", "argmax", "argmin", "logsumexp",
+          "constant", "reflect", "replicate", "circular")  # the last four: pad modes
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 _PATH_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}|[0-9]{1,6}")
 _MAX_NODES = 20_000

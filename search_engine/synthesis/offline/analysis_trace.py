@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from search_engine.synthesis.base import NotCoveredError
+from search_engine.synthesis.offline.analysis_inplace import augmented_operators_traced
 from search_engine.synthesis.offline.analysis_ir import Analysis
 from search_engine.synthesis.offline.analysis_translator import _Translator
 
@@ -31,9 +32,14 @@ def trace_module(module) -> Analysis:
     torch.manual_seed(0)
     model, inputs = _build_on_meta(module)
     try:
-        graph_module = torch.fx.symbolic_trace(model)
+        with augmented_operators_traced():
+            graph_module = torch.fx.symbolic_trace(model)
     except Exception as exc:  # data-dependent control flow and the like
-        raise NotCoveredError(f"torch.fx could not trace the reference Model: {exc}") from exc
+        try:
+            graph_module = _sized_trace(model, inputs)
+        except Exception:
+            raise NotCoveredError(f"torch.fx could not trace the reference Model: {exc}") \
+                from exc
     try:
         with torch.no_grad():
             ShapeProp(graph_module).propagate(*inputs)
@@ -43,6 +49,69 @@ def trace_module(module) -> Analysis:
     analysis = _Translator(graph_module, len(inputs), inputs).run()
     analysis.materialized_bytes = _real_bytes(model, inputs)
     return analysis
+
+
+_RECORDED_FACTORIES = ("ones", "zeros", "full", "arange")
+
+
+def _sized_trace(model, inputs):
+    """A trace whose tensors know their (meta) sizes, for a forward that computes with them
+    (``T = x.size(1)``, ``self.mask[:, :, :T, :T]``, ``B, T, C = x.shape``); buffers are
+    graph leaves, so a mask sliced from one stays an op on a stored tensor."""
+    import inspect
+
+    import torch.fx
+    from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
+
+    class SizedProxy(MetaProxy):
+        def size(self, dim=None):  # MetaProxy.size(0) gives the whole shape
+            meta = getattr(self, "_tensor_meta", None)
+            if meta is None:
+                return super().size(dim)
+            return meta.size() if dim is None else meta.size(dim)
+
+    class SizedTracer(MetaTracer):
+        proxy_buffer_attributes = True
+        _TORCH_METHODS_TO_PATCH = []  # the factories are recorded below instead
+
+        computing_meta = False
+
+        def proxy(self, node):
+            return SizedProxy(node, self)
+
+        def create_proxy(self, *args, **kwargs):
+            # meta kernels call factories themselves (triu's makes aranges): not recorded
+            outer, self.computing_meta = self.computing_meta, True
+            try:
+                return super().create_proxy(*args, **kwargs)
+            finally:
+                self.computing_meta = outer
+
+        def trace(self, root, meta_args, concrete_args=None):
+            # a factory call with plain sizes (``torch.ones(T, T)``, T from a size) is a
+            # graph node, not a constant computed during the trace
+            originals = {name: getattr(torch, name) for name in _RECORDED_FACTORIES}
+
+            def recorder(factory):
+                def record(*args, **kwargs):
+                    if self.computing_meta:
+                        return factory(*args, **kwargs)
+                    return self.create_proxy("call_function", factory, args,
+                                             {**kwargs, "device": "meta"})
+                return record
+            try:
+                for name, factory in originals.items():
+                    setattr(torch, name, recorder(factory))
+                return super().trace(root, meta_args, concrete_args)
+            finally:
+                for name, factory in originals.items():
+                    setattr(torch, name, factory)
+
+    names = list(inspect.signature(model.forward).parameters)
+    meta_args = {n: x for n, x in zip(names, inputs) if isinstance(x, torch.Tensor)}
+    tracer = SizedTracer()
+    graph = tracer.trace(model, meta_args)
+    return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
 def _build_on_meta(module):

@@ -2,7 +2,8 @@
 
 `_Translator` maps placeholders to inputs, attributes to parameters and the calls the first
 three families need (pointwise ops, reductions, softmax, layer norm, matmul, linear, transposes)
-to IR nodes; every other call goes to `lowering.py`. It runs only inside the sandboxed probe,
+to IR nodes (module calls and reductions in `analysis_module_calls.py`); every other call goes
+to `lowering.py`. It runs only inside the sandboxed probe,
 through `analysis_trace.trace_module`.
 """
 
@@ -14,9 +15,14 @@ import torch
 
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.analysis_builder import (
-    _dims, _f, _GraphBuilder, _int, _norm_dims, _Uncovered,
+    _f, _GraphBuilder, _int, _Uncovered,
 )
+from search_engine.synthesis.offline import analysis_inplace as inplace
+from search_engine.synthesis.offline import analysis_pointwise as pointwise
 from search_engine.synthesis.offline.analysis_classify import classify
+from search_engine.synthesis.offline.analysis_module_calls import (
+    ModuleCalls, ReductionCalls, _arg,
+)
 from search_engine.synthesis.offline.analysis_ir import Analysis, Const
 
 
@@ -29,13 +35,14 @@ def _node_name(fx_node) -> str:
     return str(target)
 
 
-def _arg(fx_node, pos: int, name: str, default=None):
-    if len(fx_node.args) > pos:
-        return fx_node.args[pos]
-    return fx_node.kwargs.get(name, default)
+def _number_default(placeholder) -> float | None:
+    """The default of a forward argument get_inputs() leaves out, when it is a number."""
+    default = placeholder.args[0] if placeholder.args else None
+    ok = isinstance(default, (int, float)) and not isinstance(default, bool)
+    return float(default) if ok else None
 
 
-class _Translator(_GraphBuilder):
+class _Translator(ModuleCalls, ReductionCalls, _GraphBuilder):
     def __init__(self, graph_module, input_count: int, inputs=()):
         super().__init__()
         self.gm = graph_module
@@ -62,7 +69,10 @@ class _Translator(_GraphBuilder):
         for fx_node in self.gm.graph.nodes:
             meta = fx_node.meta.get("tensor_meta")
             shape = tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else ()
-            if fx_node.op == "placeholder":
+            if fx_node.op == "placeholder" and placeholder_index >= len(self.inputs) \
+                    and _number_default(fx_node) is not None:  # forward(x, scale=2.0)
+                self.env[fx_node.name] = Const(_number_default(fx_node))
+            elif fx_node.op == "placeholder":
                 self.input_names.append(str(fx_node.target))
                 dtype = meta.dtype if meta is not None and hasattr(meta, "dtype") else None
                 value = self.inputs[placeholder_index] \
@@ -96,7 +106,7 @@ class _Translator(_GraphBuilder):
                     self.env[fx_node.name] = None  # its input already stopped the analysis
                     continue
                 try:
-                    self.env[fx_node.name] = self.translate(fx_node, name, shape)
+                    self.env[fx_node.name] = self.translate_mutating(fx_node, name, shape)
                 except _Uncovered as exc:
                     self.uncovered.append(str(exc))
                     self.env[fx_node.name] = None
@@ -111,6 +121,17 @@ class _Translator(_GraphBuilder):
                                   ["multiple outputs"])
         return classify(self.nodes, self.env[output_ref.name], self.input_count,
                         self.op_names, self.input_names, self.output_dtype)
+
+    def translate_mutating(self, fx_node, name: str, shape):
+        """`translate`, and for an in-place op the written tensor rebound to its result."""
+        target = inplace.mutated_argument(self.gm, fx_node, name)
+        if target is not None:
+            inplace.check_mutation(self.gm, fx_node, target)
+        result = self.translate(fx_node, inplace.out_of_place_name(fx_node, name), shape)
+        if target is not None and isinstance(result, int):
+            for written in inplace.same_tensor(self.gm, target):
+                self.env[written.name] = result
+        return result
 
     def _downstream_of_uncovered(self, fx_node) -> bool:
         return any(self.env.get(n.name, 0) is None for n in fx_node.all_input_nodes)
@@ -131,14 +152,22 @@ class _Translator(_GraphBuilder):
                    "relu_": "relu", "clip": "clamp", "clamp_min": "clamp_min",
                    "maximum": "maximum", "minimum": "minimum", "amax": "amax", "amin": "amin"}
         name = aliases.get(name, name)
+        if name.startswith("special_"):  # torch.special.erf and the like
+            name = pointwise.SPECIAL.get(name[len("special_"):], name[len("special_"):])
         if name in ("add", "sub", "mul", "div"):
             a, b = args[0], args[1]
             if fx_node.kwargs.get("alpha") not in (None, 1):
                 b = self.binary("mul", b, Const(float(fx_node.kwargs["alpha"])), self.shape(b)) \
                     if isinstance(b, int) else Const(b.value * fx_node.kwargs["alpha"])
-            if fx_node.kwargs.get("rounding_mode") is not None:
+            rounding = fx_node.kwargs.get("rounding_mode")
+            if rounding is not None and name != "div" or rounding not in (None, "floor", "trunc"):
                 raise _Uncovered(f"{name}(rounding_mode)")
-            return self.binary(name, a, b, shape)
+            out = self.binary(name, a, b, shape)
+            return out if rounding is None else self.add(rounding, [out], shape)
+        if name in ("floor_divide", "floordiv"):
+            return self.add("floor", [self.binary("div", args[0], args[1], shape)], shape)
+        if (built := pointwise.composite(self, name, args, get, shape)) is not None:
+            return built
         if name == "rsub":
             return self.binary("sub", args[1], args[0], shape)
         if name in ("maximum", "minimum", "fmax", "fmin"):
@@ -158,6 +187,11 @@ class _Translator(_GraphBuilder):
             return self.unary("elu", x, alpha=_f(get(1, "alpha", 1.0)))
         if name == "leaky_relu":
             return self.unary("leaky_relu", x, slope=_f(get(1, "negative_slope", 0.01)))
+        if name in pointwise.ACTIVATIONS:
+            return pointwise.activation(self, name, x, get)
+        if name in ("clamp", "clamp_min", "clamp_max") and any(
+                isinstance(b, int) for b in (get(1, "min"), get(2, "max"))):
+            return pointwise.clamp_by_tensors(self, name, x, get)
         if name in ("clamp", "hardtanh", "clamp_min", "clamp_max", "relu6"):
             lo, hi = {
                 "clamp": (get(1, "min"), get(2, "max")),
@@ -169,18 +203,34 @@ class _Translator(_GraphBuilder):
             if isinstance(lo, int) or isinstance(hi, int):
                 raise _Uncovered(f"{name} with tensor bounds")
             return self.unary("clamp", x, lo=_f(lo), hi=_f(hi))
-        if name in ("pow", "__pow__"):
-            if not isinstance(args[1], Const):
-                raise _Uncovered("pow with a tensor exponent")
-            return self.unary("powc", x, exponent=args[1].value)
+        if name in ("pow", "__pow__", "float_power"):
+            if isinstance(args[1], Const) and isinstance(args[0], int):
+                return self.unary("powc", x, exponent=args[1].value)
+            return self.binary("pow", args[0], args[1], shape)
+        if name == "__rpow__":
+            return self.binary("pow", args[1], args[0], shape)
+        if name in ("fmod", "remainder", "mod", "__mod__"):
+            return self.binary("fmod" if name == "fmod" else "remainder", args[0], args[1],
+                               shape)
+        if name == "__rmod__":
+            return self.binary("remainder", args[1], args[0], shape)
         if name in ("softmax", "log_softmax", "_softmax"):
             dim = get(1, "dim")
             return self.softmax(x, _int(dim), log=name == "log_softmax")
         if name in ("sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm",
-                    "var", "std"):
+                    "var", "std", "var_mean", "std_mean", "any", "all"):
             return self.reduction_call(fx_node, name, x, args, get)
         if name == "getattr" and len(fx_node.args) == 2 and fx_node.args[1] == "shape":
             return _Shape(self.shape(args[0]))  # static: the problem's sizes are fixed
+        if name == "getattr" and len(fx_node.args) == 2 and fx_node.args[1] in ("device",
+                                                                              "dtype"):
+            return _TensorAttribute(fx_node.args[1])  # read by factories, never computed
+        if name in ("dim", "ndimension") or name == "getattr" and fx_node.args[1] == "ndim":
+            return Const(float(len(self.shape(args[0]))))
+        if name in CASTS:
+            return self.cast(fx_node, name, x)
+        if name in ("chunk", "split", "tensor_split", "unbind"):
+            return self.pieces(fx_node, name, x, get)
         if name == "size" and isinstance(args[0], int):
             dim = get(1, "dim")
             shape = _Shape(self.shape(args[0]))
@@ -191,7 +241,8 @@ class _Translator(_GraphBuilder):
         if name == "getitem":
             base, index = fx_node.args[0], fx_node.args[1]
             pair = self.env.get(base.name)
-            if isinstance(pair, tuple) and index in (0, 1):
+            if isinstance(pair, tuple) and not isinstance(pair, _Shape) \
+                    and isinstance(index, int) and -len(pair) <= index < len(pair):
                 return pair[index]
             return lowering.getitem(self, fx_node)
         if name == "layer_norm":
@@ -199,7 +250,7 @@ class _Translator(_GraphBuilder):
             return self.layer_norm(x, normalized, get(2, "weight"), get(3, "bias"),
                                    _f(get(4, "eps", 1e-5)))
         if name in ("matmul", "mm", "bmm"):
-            return self.add("matmul", [args[0], args[1]], shape)
+            return lowering.matmul(self, args[0], args[1])
         if name == "linear":
             weight = args[1]
             bias = get(2, "bias")
@@ -214,91 +265,37 @@ class _Translator(_GraphBuilder):
             return x
         return lowering.function(self, fx_node, name, args, get, shape)
 
-    def translate_module(self, fx_node, shape):
-        sub = self.gm.get_submodule(fx_node.target)
-        kind = type(sub).__name__
-        x = self.value(fx_node.args[0]) if fx_node.args else None
-        if x is None:
-            raise _Uncovered(kind)
-        path = fx_node.target
-        nn = torch.nn
-        simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu",
-                  nn.Mish: "mish", nn.SELU: "selu", nn.Hardswish: "hardswish",
-                  nn.Hardsigmoid: "hardsigmoid"}
-        for cls, op in simple.items():
-            if isinstance(sub, cls):
-                return self.unary(op, x)
-        if isinstance(sub, (nn.Identity, nn.Dropout)):
+    def cast(self, fx_node, name, x):
+        """Kernels compute in fp32 and store the output's dtype: a cast up computes nothing, a
+        cast down to fp16/bf16 rounds there (as the reference does); casts to integers or
+        bool change values and are not covered."""
+        dtype = getattr(fx_node.meta.get("tensor_meta"), "dtype", None)
+        source = getattr(fx_node.args[0].meta.get("tensor_meta"), "dtype", None) \
+            if fx_node.args and hasattr(fx_node.args[0], "meta") else None
+        if dtype is None or not dtype.is_floating_point:
+            raise _Uncovered(f"{name} (a cast to {dtype})")
+        rounding = {torch.float16: "round_fp16", torch.bfloat16: "round_bf16"}.get(dtype)
+        if rounding is None or source == dtype:
             return x
-        if isinstance(sub, nn.GELU):
-            return self.unary("gelu_tanh" if sub.approximate == "tanh" else "gelu", x)
-        if isinstance(sub, nn.LeakyReLU):
-            return self.unary("leaky_relu", x, slope=float(sub.negative_slope))
-        if isinstance(sub, nn.ELU):
-            return self.unary("elu", x, alpha=float(sub.alpha))
-        if isinstance(sub, nn.Softplus):
-            return self.unary("softplus", x, beta=float(sub.beta), threshold=float(sub.threshold))
-        if isinstance(sub, nn.Hardtanh):  # ReLU6 too
-            return self.unary("clamp", x, lo=float(sub.min_val), hi=float(sub.max_val))
-        if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
-            return self.softmax(x, sub.dim, log=isinstance(sub, nn.LogSoftmax))
-        if isinstance(sub, nn.LayerNorm):
-            weight = self.param(f"{path}.weight", sub.weight) if sub.weight is not None else None
-            bias = self.param(f"{path}.bias", sub.bias) if sub.bias is not None else None
-            return self.layer_norm(x, sub.normalized_shape, weight, bias, float(sub.eps))
-        if isinstance(sub, nn.Linear):
-            weight = self.param(f"{path}.weight", sub.weight)
-            w_t = self.add("transpose", [weight], tuple(reversed(sub.weight.shape)))
-            out = self.add("matmul", [x, w_t], shape)
-            if sub.bias is not None:
-                out = self.binary("add", out, self.param(f"{path}.bias", sub.bias), shape)
-            return out
-        return lowering.module(self, fx_node, sub, x, shape)
+        return self.unary(rounding, x)
 
-    def reduction_call(self, fx_node, name, x, args, get):
-        in_shape = self.shape(x)
-        if name in ("max", "min") and len(args) > 1 and (
-                isinstance(args[1], int) or hasattr(fx_node.args[1], "op")):
-            return self.binary("maximum" if name == "max" else "minimum", args[0], args[1],
-                               self.shape(args[0]))
-        if name == "norm":
-            p = get(1, "p", "fro")
-            dims = get(2, "dim")
-            keepdim = bool(get(3, "keepdim", False))
-            p = p.value if isinstance(p, Const) else p
-            dims = _norm_dims(_dims(dims), len(in_shape))
-            if p in ("fro", 2, 2.0):
-                return self.unary("sqrt", self.reduce("sum", self.unary("square", x), dims,
-                                                      keepdim))
-            if p in (1, 1.0):
-                return self.reduce("sum", self.unary("abs", x), dims, keepdim)
-            if p == float("inf"):
-                return self.reduce("max", self.unary("abs", x), dims, keepdim)
-            raise _Uncovered(f"norm(p={p})")
-        dim = get(1, "dim")
-        keepdim = bool(get(2, "keepdim", False))
-        if name in ("var", "std"):
-            correction = fx_node.kwargs.get("correction")
-            unbiased = fx_node.kwargs.get("unbiased", True)
-            if correction is None:
-                correction = 1.0 if unbiased else 0.0
-            out = self.var(x, _norm_dims(_dims(dim), len(in_shape)), keepdim, float(correction))
-            return self.unary("sqrt", out) if name == "std" else out
-        dims = _norm_dims(_dims(dim), len(in_shape))
-        if name == "mean":
-            return self.mean(x, dims, keepdim)
-        if name in ("sum", "amax", "amin"):
-            return self.reduce({"amax": "max", "amin": "min"}.get(name, name), x, dims, keepdim)
-        if name in ("argmax", "argmin"):
-            if dim is None:
-                raise _Uncovered(f"{name} without dim")
-            return self.reduce(name, x, dims, keepdim)
-        # max/min: with a dim they return (values, indices)
-        if dim is None:
-            return self.reduce(name, x, dims, False)
-        values = self.reduce(name, x, dims, keepdim)
-        indices = self.reduce("arg" + name, x, dims, keepdim)
-        return (values, indices)
+    def pieces(self, fx_node, name, x, get):
+        """chunk / split / tensor_split / unbind: a tuple of slices (getitem picks one)."""
+        metas = fx_node.meta.get("tensor_meta")
+        if not isinstance(metas, (list, tuple)) or not isinstance(x, int):
+            raise _Uncovered(name)
+        dim = int(_int(get(1 if name == "unbind" else 2, "dim", 0))) % len(self.shape(x))
+        parts, start = [], 0
+        for meta in metas:
+            part_shape = tuple(meta.shape)
+            if name == "unbind":
+                parts.append(lowering.select(self, x, dim, start))
+                start += 1
+                continue
+            size = part_shape[dim]
+            parts.append(self.add("slice", [x], part_shape, dim=dim, start=start, step=1))
+            start += size
+        return tuple(parts)
 
     def transpose(self, fx_node, name, x, shape):
         rank = len(self.shape(x))
@@ -315,6 +312,13 @@ class _Translator(_GraphBuilder):
                 order[d0], order[d1] = d1, d0
                 return self.add("permute", [x], shape, perm=tuple(order))
         return self.add("transpose", [x], shape)
+
+
+CASTS = ("to", "type", "type_as", "half", "bfloat16", "double")
+
+
+class _TensorAttribute(str):
+    """A tensor's ``.device`` or ``.dtype`` flowing to a factory call's keyword."""
 
 
 class _Shape(tuple):

@@ -3,8 +3,10 @@
 One program per (batch·head, BLOCK_M queries): keys and values stream in BLOCK_N blocks;
 the softmax is online (running max and sum, the accumulator rescaled when the max grows),
 so the L×S score matrix never exists. Causal masking follows torch's ``is_causal`` (key
-j > query i is masked). Head dims are padded to a power of two with masks. Written-out
-attention (matmul → softmax → matmul) is staged matmul/reduction kernels instead.
+j > query i is masked); an ``attn_mask`` (bool: keep where True; float: added to the scores)
+is read per tile with its broadcast strides; with ``enable_gqa`` a k/v head serves a group of
+query heads. Head dims are padded to a power of two with masks. Written-out attention
+(matmul → softmax → matmul) is staged matmul/reduction kernels instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from search_engine.synthesis.offline.matmul_variants import pass_operand
 
 def write(ctx, stage, name):
     node = ctx.nodes[stage.anchor]
-    q, k, v = node.refs()
+    q, k, v = node.refs()[:3]
     out_shape = node.shape
     batch = tuple(out_shape[:-2])
     length, dv = out_shape[-2], out_shape[-1]
@@ -31,11 +33,20 @@ def write(ctx, stage, name):
             "rd = tl.arange(0, BLOCK_D).to(tl.int64)", "re = tl.arange(0, BLOCK_E).to(tl.int64)",
             f"mmask = rm < {length}", f"dmask = rd < {dq}", f"emask = re < {dv}"]
     batch_idx = staged.unravel(body, "bid", batch, "b") if batch else []
+    groups = node.attrs.get("groups", 1)  # grouped-query: k/v head = query head // groups
+    kv_idx = batch_idx[:-1] + [f"({batch_idx[-1]} // {groups})"] if groups > 1 else batch_idx
     for which, ref in (("q", q), ("k", k), ("v", v)):
         pass_operand(ctx, stage, which, ref, batch)
-        base = " + ".join([f"{i} * {which}_s{d}" for d, i in enumerate(batch_idx)
+        base = " + ".join([f"{i} * {which}_s{d}" for d, i in
+                           enumerate(batch_idx if which == "q" else kv_idx)
                            if i != "0"] or ["0"])
         body.append(f"{which}_base = {which}_ptr + {base}")
+    masked = len(node.refs()) == 4
+    if masked:
+        pass_operand(ctx, stage, "w", node.refs()[3], batch, (length, keys))
+        base = " + ".join([f"{i} * w_s{d}" for d, i in enumerate(batch_idx)
+                           if i != "0"] or ["0"])
+        body.append(f"w_base = w_ptr + {base}")
     precision = "tf32" if p.get("PRECISION") == "tf32" else "ieee"
     body += [f"qv = tl.load(q_base + rm[:, None] * q_s{nb} + rd[None, :] * q_s{nb + 1}, "
              "mask=mmask[:, None] & dmask[None, :], other=0.0).to(tl.float32)",
@@ -52,6 +63,8 @@ def write(ctx, stage, name):
              "    keep = mmask[:, None] & nmask[None, :]"]
     if node.attrs.get("causal"):
         body.append("    keep = keep & (rn[None, :] <= rm[:, None])")
+    if masked:
+        body += _mask_lines(node.attrs.get("additive_mask"), nb)
     body += [f"    s = tl.where(keep, s, {codegen.NEG_INF})",
              "    new_peak = tl.maximum(peak, tl.max(s, axis=1))",
              "    safe = tl.where(new_peak == float('-inf'), 0.0, new_peak)",
@@ -70,3 +83,13 @@ def write(ctx, stage, name):
     grid = f"(triton.cdiv({length}, {bm}), {max(1, math.prod(batch))})"
     return staged.finish_dot_stage(ctx, stage, name, staged.Expr(ctx, body), idx, "cmask",
                                    "BLOCK_M, BLOCK_E", grid, consts)
+
+
+def _mask_lines(additive: bool, nb: int) -> list[str]:
+    """The attention mask's tile (read with its broadcast strides): a bool mask drops the
+    scores where False, a float mask is added to them (in the kernel's log2 units)."""
+    load = (f"    w = tl.load(w_base + rm[:, None] * w_s{nb} + rn[None, :] * w_s{nb + 1}, "
+            "mask=keep, other=0)")
+    if not additive:
+        return [load, "    keep = keep & (w != 0)"]
+    return [load, f"    s = s + w.to(tl.float32) * {codegen.lit(math.log2(math.e))}"]

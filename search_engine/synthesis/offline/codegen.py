@@ -28,6 +28,8 @@ def next_pow2(n: int) -> int:
 def lit(value: float) -> str:
     if math.isinf(value):
         return POS_INF if value > 0 else NEG_INF
+    if math.isnan(value):
+        return "float('nan')"
     return repr(float(value))
 
 
@@ -35,6 +37,13 @@ def lit(value: float) -> str:
 
 def _tanh(x: str) -> str:
     return f"(2.0 * tl.sigmoid(2.0 * ({x})) - 1.0)"
+
+
+def _round_bf16(x: str) -> str:
+    """fp32 → bf16 → fp32, round to nearest even on the bits (the interpreter's own bf16
+    conversion does not round as the GPU and torch do)."""
+    bits = f"({x}).to(tl.uint32, bitcast=True)"
+    return f"(((({bits} + 0x7FFF + (({bits} >> 16) & 1)) >> 16) << 16).to(tl.float32, bitcast=True))"
 
 
 def _softplus(x: str, beta: float = 1.0, threshold: float = 20.0) -> str:
@@ -49,6 +58,8 @@ def pointwise(node: IRNode, a: list[str]) -> str:
     x = a[0] if a else ""
     if op in BINARY:
         y = a[1]
+        if op in ("pow", "fmod", "remainder"):
+            return {"pow": _pow_tensor, "fmod": _fmod, "remainder": _remainder}[op](node, x, y)
         return {
             "add": f"({x} + {y})", "sub": f"({x} - {y})", "mul": f"({x} * {y})",
             "div": f"({x} / {y})", "maximum": f"tl.maximum({x}, {y})",
@@ -64,6 +75,8 @@ def pointwise(node: IRNode, a: list[str]) -> str:
         "gelu_tanh": f"(0.5 * ({x}) * (1.0 + "
         + _tanh(f"0.7978845608028654 * (({x}) + 0.044715 * ({x}) * ({x}) * ({x}))") + "))",
         "silu": f"(({x}) * tl.sigmoid({x}))",
+        "round_fp16": f"({x}).to(tl.float16).to(tl.float32)",
+        "round_bf16": _round_bf16(x),
         "hardsigmoid": f"tl.minimum(tl.maximum(({x}) / 6.0 + 0.5, 0.0), 1.0)",
         "hardswish": f"(({x}) * tl.minimum(tl.maximum(({x}) / 6.0 + 0.5, 0.0), 1.0))",
         "mish": f"(({x}) * {_tanh(_softplus(x))})",
@@ -76,6 +89,15 @@ def pointwise(node: IRNode, a: list[str]) -> str:
         return _softplus(x, at["beta"], at["threshold"])
     if op == "elu":
         return f"tl.where(({x}) > 0.0, ({x}), {lit(at['alpha'])} * (tl.exp({x}) - 1.0))"
+    if op == "celu":
+        alpha = lit(at["alpha"])
+        return f"tl.where(({x}) > 0.0, ({x}), {alpha} * (tl.exp(({x}) / {alpha}) - 1.0))"
+    if op == "logsigmoid":  # min(x, 0) - log(1 + exp(-|x|)): no overflow either side
+        return f"(tl.minimum({x}, 0.0) - tl.log(1.0 + tl.exp(-tl.abs({x}))))"
+    if op == "hardshrink":
+        return f"tl.where(tl.abs({x}) > {lit(at['lambd'])}, ({x}), 0.0)"
+    if op == "threshold":
+        return f"tl.where(({x}) > {lit(at['threshold'])}, ({x}), {lit(at['value'])})"
     if op == "leaky_relu":
         return f"tl.where(({x}) >= 0.0, ({x}), {lit(at['slope'])} * ({x}))"
     if op == "clamp":
@@ -98,7 +120,63 @@ def _pow(x: str, e: float) -> str:
     if float(e).is_integer() and 0 < abs(e) <= 8:
         prod = " * ".join([f"({x})"] * int(abs(e)))
         return f"({prod})" if e > 0 else f"(1.0 / ({prod}))"
-    raise NotCoveredError(f"pow with exponent {e}", ["pow"])
+    if e == 0:  # 1 everywhere, NaN and inf bases too, as torch.pow
+        return f"tl.where(({x}) == ({x}), 1.0, 1.0)"
+    return _pow_general(x, lit(e), float(e).is_integer(), float(e) % 2 == 1, exponent_zero=False)
+
+
+def _pow_general(x: str, e: str, integer, odd, abs_x: str | None = None,
+                 exponent_zero: bool = True) -> str:
+    """x ** e as torch computes it: |x| ** e through exp2/log2, negative bases signed for odd
+    integer exponents and NaN for fractional ones, x ** 0 == 1. `integer` and `odd` are
+    Python bools (a constant exponent: no test in the kernel) or Triton expressions."""
+    magnitude = f"tl.exp2(({e}) * tl.log2({abs_x or f'tl.abs({x})'}))"
+    if integer is False:
+        negative = "float('nan')"
+    else:
+        signed = f"-{magnitude}" if odd is True else magnitude if odd is False \
+            else f"tl.where({odd}, -{magnitude}, {magnitude})"
+        negative = signed if integer is True else f"tl.where({integer}, {signed}, float('nan'))"
+    out = f"tl.where(({x}) < 0.0, {negative}, {magnitude})"
+    return f"tl.where(({e}) == 0.0, 1.0, {out})" if exponent_zero else out
+
+
+def _pow_tensor(node: IRNode, x: str, y: str) -> str:
+    base = node.operands[0]
+    if isinstance(base, Const):  # c ** y: one logarithm, folded here
+        if base.value > 0:
+            return f"tl.exp2(({y}) * {lit(math.log2(base.value))})"
+        if base.value == 0:
+            return f"tl.where(({y}) == 0.0, 1.0, tl.where(({y}) > 0.0, 0.0, {POS_INF}))"
+    integer = f"(tl.math.floor({y}) == ({y}))"
+    odd = f"({integer} & ((tl.math.floor(({y}) * 0.5) * 2.0) != ({y})))"
+    return _pow_general(x, y, integer, odd, _abs(node, 0, x))
+
+
+def _fmod(node: IRNode, x: str, y: str) -> str:
+    """x - y * trunc(x / y), then moved back by |y| where the rounded quotient overshot
+    (the remainder has the dividend's sign, as C fmod)."""
+    q = f"(({x}) / ({y}))"
+    r = f"(({x}) - ({y}) * tl.where({q} >= 0.0, tl.math.floor({q}), tl.math.ceil({q})))"
+    size = _abs(node, 1, y)
+    return f"tl.where({r} * ({x}) < 0.0, {r} + tl.where(({x}) < 0.0, -{size}, {size}), {r})"
+
+
+def _abs(node: IRNode, position: int, text: str) -> str:
+    """|operand|, folded for a constant (tl.abs takes tensors only)."""
+    value = node.operands[position]
+    return lit(abs(value.value)) if isinstance(value, Const) else f"tl.abs({text})"
+
+
+def _remainder(node: IRNode, x: str, y: str) -> str:
+    """x - y * floor(x / y), moved by y where it does not have the divisor's sign (Python %)."""
+    r = f"(({x}) - ({y}) * tl.math.floor(({x}) / ({y})))"
+    divisor = node.operands[1]
+    if isinstance(divisor, Const):  # the divisor's sign known here
+        wrong_sign = f"({r} < 0.0)" if divisor.value > 0 else f"({r} > 0.0)"
+    else:
+        wrong_sign = f"(({r} != 0.0) & (({r} < 0.0) != (({y}) < 0.0)))"
+    return f"tl.where({wrong_sign}, {r} + ({y}), {r})"
 
 
 def operand(arg, names: dict[int, str]) -> str:

@@ -247,8 +247,8 @@ def render(an: Analysis, params):
     mm = an.nodes[an.matmul]
     batched = _batched(an)
     fused = [i for i in an._fused if an.nodes[i].op != "transpose"]
-    leaves = [i for i in fused if an.nodes[i].op in LEAVES and i not in mm.refs()
-              and not (an.nodes[i].op in LEAVES and _is_operand_leaf(an, i))]
+    # an operand the epilogue reads too (a residual ``fc(x) + x``) is loaded there as well
+    leaves = [i for i in fused if an.nodes[i].op in LEAVES and not _is_operand_leaf(an, i)]
     split_k = params["SPLIT_K"]
     out_is_final = an._rows_tail is None
     out_dtype = an.output_dtype if out_is_final else "torch.float32"

@@ -33,15 +33,17 @@ def operand_view(ctx, ref: int) -> str:
     return text
 
 
-def pass_operand(ctx, stage, which: str, ref: int, batch: tuple[int, ...]) -> None:
+def pass_operand(ctx, stage, which: str, ref: int, batch: tuple[int, ...],
+                 rows_cols: tuple[int, int] | None = None) -> None:
     """The operand's pointer and one stride per (batch..., rows, cols) dim of the output's
-    batch: 0 where the operand broadcasts (a missing or size-1 batch dim)."""
+    batch: 0 where the operand broadcasts (a missing or size-1 batch dim; rows or cols too
+    when `rows_cols` gives the sizes it broadcasts to, as an attention mask's)."""
     view = f"kh_view{which}{stage.anchor}"
     ctx.prelude.append(f"{view} = {operand_view(ctx, ref)}")
     ctx.kernel_params.append(f"{which}_ptr")
     ctx.call_args.append(view)
     shape = ctx.nodes[ref].shape
-    full = tuple(batch) + tuple(shape[-2:])
+    full = tuple(batch) + tuple(rows_cols or shape[-2:])
     lead = len(full) - len(shape)
     for d, size in enumerate(full):
         j = d - lead

@@ -4,7 +4,9 @@ One program per BLOCK outputs; the window is walked tap by tap (a loop, so large
 cost no compile time). Padding, dilation (max), ceil mode, ``count_include_pad`` and
 ``divisor_override`` follow torch's definitions; the input is read through `staged.Expr`, so
 a norm or activation before the pool is computed as it is read, and the pointwise chain
-after it is fused before the store. Global pooling never gets here: it is a reduction.
+after it is fused before the store. Adaptive pooling whose windows differ in size walks the
+largest window and masks each output's own. Global pooling never gets here: it is a
+reduction.
 """
 
 from __future__ import annotations
@@ -43,8 +45,13 @@ def write(ctx, stage, name):
         o = o if o != "0" else "tl.zeros([BLOCK], tl.int64)"  # keep the masks tensors
         s, pad, dil, size = at["stride"][d], at["padding"][d], at["dilation"][d], \
             in_shape[lead + d]
-        inner.append(f"i{d} = {o} * {s} - {pad} + {tap[d]} * {dil}")
-        valid.append(f"(i{d} >= 0) & (i{d} < {size})")
+        if at.get("adaptive"):  # window [floor(o·in/out), ceil((o+1)·in/out))
+            n = out_shape[lead + d]
+            inner.append(f"i{d} = ({o} * {size}) // {n} + {tap[d]}")
+            valid.append(f"(i{d} < (({o} + 1) * {size} + {n - 1}) // {n})")
+        else:
+            inner.append(f"i{d} = {o} * {s} - {pad} + {tap[d]} * {dil}")
+            valid.append(f"(i{d} >= 0) & (i{d} < {size})")
         in_idx.append(f"i{d}")
     inner.append("vmask = " + " & ".join(valid))
     v = expr.value(src, tuple(in_idx), "vmask")

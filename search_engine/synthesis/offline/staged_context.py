@@ -101,8 +101,13 @@ def store_epilogue(ctx: Context, expr: Expr, stage: Stage, idx, mask, zero: str)
     value = expr.value(stage.sink, idx, mask)
     out = ctx.pointer(stage.sink)
     offset = expr.offset(stage.sink, idx)
-    if offset == "0":  # a one-element output: store through a block of pointers
+    # size-1 dims drop out of the offset (a matrix-vector product's one column): broadcast
+    # the pointers back to the value's tile; a one-element output is all block
+    unit_dims = any(size == 1 and i != "0" for i, size in zip(idx, ctx.nodes[stage.sink].shape))
+    if offset == "0":
         offset = f"({zero}).to(tl.int64)"
+    elif unit_dims:
+        offset = f"{offset} + ({zero}).to(tl.int64)"
     expr.body.append(f"tl.store({out} + {offset}, ({value} + {zero}).to({out}.dtype."
                      f"element_ty), mask={mask})")
 

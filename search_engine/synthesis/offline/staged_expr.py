@@ -109,7 +109,34 @@ class Expr:
             inner = list(idx)
             inner[d] = f"({start} + ({idx[d]}) * {step})" if idx[d] != "0" else str(start)
             return self.value(src, tuple(inner), mask)
+        if node.op == "pad":
+            return self._pad(node, idx, mask)
         return self._cat(node, idx, mask)
+
+    def _pad(self, node, idx, mask) -> str:
+        """F.pad: each padded dim reads the source at its own index less the left pad, mapped
+        into range (reflect, replicate, circular) or masked to `value` (constant)."""
+        src = node.operands[0]
+        src_shape, mode = self.ctx.nodes[src].shape, node.attrs["mode"]
+        inner, inside = list(idx), []
+        for d, (left, size) in enumerate(zip(node.attrs["padding"], src_shape)):
+            if left == 0 and node.shape[d] == size:
+                continue
+            j = f"(({idx[d]}) - {left})"
+            if mode == "reflect":
+                j = f"({size - 1} - tl.abs({size - 1} - tl.abs{j}))"
+            elif mode == "replicate":
+                j = f"tl.minimum(tl.maximum({j}, 0), {size - 1})"
+            elif mode == "circular":
+                j = f"(({j} + {size}) % {size})"
+            else:
+                inside.append(f"({j} >= 0) & ({j} < {size})")
+            inner[d] = "0" if size == 1 and mode != "constant" else j
+        if not inside:
+            return self.value(src, tuple(inner), mask)
+        within = " & ".join(inside)
+        value = self.value(src, tuple(inner), f"({mask}) & {within}")
+        return self.var(f"tl.where({within}, {value}, {codegen.lit(node.attrs['value'])})")
 
     def _cat(self, node, idx, mask) -> str:
         d = node.attrs["dim"]

@@ -11,7 +11,7 @@ from search_engine.synthesis.offline.analysis import BINARY, LEAVES, UNARY, Anal
 
 REDUCE_OPS = {"sum", "max", "min", "argmax", "argmin", "prod"}
 ANCHOR_OPS = {"conv", "pool", "scan", "matmul", "attention"} | REDUCE_OPS
-INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "cat"}
+INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "cat", "pad"}
 VIEW_OPS = ("permute", "transpose", "reshape")  # a dot operand reads these as torch views
 COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 EXTRA_UNARY = {"sign", "floor", "ceil", "round", "trunc", "erf"}

@@ -12,10 +12,10 @@ import pytest
 from .conftest import LIBRARY
 
 ROOT = Path(__file__).resolve().parents[3]
-# outside every offline family (conv2d_relu is covered since the staged families)
+# outside every offline family: a selection (median) needs a sort-like family
 UNCOVERED = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
              "class Model(nn.Module):\n    def forward(self, x):\n"
-             "        return F.interpolate(torch.relu(x), scale_factor=2.0)\n\n"
+             "        return torch.median(torch.relu(x), dim=1).values\n\n"
              "def get_inputs():\n    return [torch.randn(2, 3, 4, 4)]\n\n"
              "def get_init_inputs():\n    return []\n")
 
@@ -48,14 +48,14 @@ def test_optimize_json_contract(tmp_path):
 
 
 def test_optimize_refuses_an_uncovered_problem_with_the_ops(tmp_path):
-    (tmp_path / "upsample.py").write_text(UNCOVERED)
-    proc = cli("optimize", "--problem", str(tmp_path / "upsample.py"), "--target",
+    (tmp_path / "median.py").write_text(UNCOVERED)
+    proc = cli("optimize", "--problem", str(tmp_path / "median.py"), "--target",
                "interpreter", "--json")
     assert proc.returncode == 3
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report["status"] == "not_covered" and report["ops"] == ["interpolate"]
+    assert report["status"] == "not_covered" and report["ops"] == ["median"]
     assert report["evaluated"] == 0 and report["best"] is None
-    assert "interpolate" in proc.stderr
+    assert "median" in proc.stderr
 
 
 @pytest.mark.parametrize("args,message", [
@@ -76,7 +76,7 @@ def test_suite_writes_a_report(tmp_path):
     problems = tmp_path / "problems"
     problems.mkdir()
     shutil.copy(LIBRARY / "softmax.py", problems / "softmax.py")
-    (problems / "upsample.py").write_text(UNCOVERED)
+    (problems / "median.py").write_text(UNCOVERED)
     (problems / "broken.py").write_text("import torch\n")
     report_path = tmp_path / "report.json"
     proc = cli("suite", str(problems), "--target", "interpreter", "--budget", "2",
@@ -85,8 +85,8 @@ def test_suite_writes_a_report(tmp_path):
     report = json.loads(report_path.read_text())
     rows = {r["problem"]: r for r in report["problems"]}
     assert rows["softmax"]["status"] == "solved" and rows["softmax"]["evaluated"] == 2
-    assert rows["upsample"]["status"] == "not_covered"
-    assert rows["upsample"]["ops"] == ["interpolate"]
+    assert rows["median"]["status"] == "not_covered"
+    assert rows["median"]["ops"] == ["median"]
     assert rows["broken"]["status"] == "invalid" and "missing" in rows["broken"]["reason"]
     assert report["summary"] == {**report["summary"], "problems": 3, "solved": 1,
                                  "not_covered": 1, "invalid": 1}

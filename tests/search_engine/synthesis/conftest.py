@@ -38,9 +38,9 @@ def run_candidate(problem_source: str, candidate_source: str, tmp_path: Path, se
     spec.loader.exec_module(module)
     problem = load_problem(problem_source)
     torch.manual_seed(0)
-    reference = problem.Model(*problem.get_init_inputs())
+    reference = problem.Model(*problem.get_init_inputs()).eval()  # as the evaluator runs it
     torch.manual_seed(0)
-    candidate = module.ModelNew(*problem.get_init_inputs())
+    candidate = module.ModelNew(*problem.get_init_inputs()).eval()
     candidate.load_state_dict(reference.state_dict())
     torch.manual_seed(seed)
     inputs = problem.get_inputs()
@@ -56,9 +56,43 @@ def run_candidate(problem_source: str, candidate_source: str, tmp_path: Path, se
 
         kernel.run = spy
     with torch.no_grad():
-        expected = reference(*[x.clone() for x in inputs])
-        got = candidate(*[x.clone() for x in inputs])
+        expected = reference(*[_copy(x) for x in inputs])
+        got = candidate(*[_copy(x) for x in inputs])
     return expected, got, launched
+
+
+def _copy(value):
+    """A fresh copy of a tensor input; Python scalars (a problem's scale factor) as they are."""
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def traced_analysis(source: str):
+    """The test's own trusted problem traced in this process and prepared as the synthesizer
+    does (the library itself traces in the sandbox)."""
+    from search_engine.synthesis.offline.analysis import (
+        analysis_from_json, analysis_to_json, trace_module,
+    )
+    from search_engine.synthesis.offline.synthesizer import prepared
+
+    return prepared(analysis_from_json(analysis_to_json(trace_module(load_problem(source)))))
+
+
+def assert_default_kernel_matches(source: str, target: str, tmp_path: Path, seeds=(1, 2),
+                                  tolerance: float = 1e-4, equal_nan: bool = False) -> str:
+    """Render the family's default parameters for `target` and check the kernel against the
+    reference on each seed's inputs; returns the family."""
+    from search_engine.synthesis.offline.synthesizer import family_module
+
+    an = traced_analysis(source)
+    templates = family_module(an)
+    candidate = templates.render(source, an, templates.default_params(an, target, "strict"))
+    for seed in seeds:
+        expected, got, launched = run_candidate(source, candidate, tmp_path, seed)
+        assert launched, "the candidate launched no kernel"
+        assert got.shape == expected.shape and got.dtype == expected.dtype
+        torch.testing.assert_close(got.double(), expected.double(), atol=tolerance,
+                                   rtol=tolerance, equal_nan=equal_nan)
+    return an.family
 
 
 @pytest.fixture
