@@ -154,13 +154,17 @@ class ReferenceServer(ResidentTrials):
 
     def _informative_trial(self, seed: int, scale: float, shift: float):
         """The trial's inputs and float64 outputs; when (scale, shift) makes a reference that
-        is informative on its own inputs degenerate, a milder (scale, shift) instead."""
+        is informative on its own inputs degenerate, or takes its inputs out of the domain
+        the reference accepts (probabilities for binary cross-entropy, say: it raises), a
+        milder (scale, shift) instead. On the base distribution a raise is the problem's."""
         inputs = self._draw(seed, scale, shift)
         if self.output_meta is None:  # the first trial: what the model returns, in which dtypes
             self.output_meta = self._outputs_and_flops(inputs)
         native = self.output_meta[0]
-        out = self._reference64(inputs)
-        if not degenerate_reason(out, native) or (scale, shift) == (1.0, 0.0):
+        if (scale, shift) == (1.0, 0.0):  # the problem's own distribution: no adapting
+            return inputs, self._reference64(inputs), (scale, shift), ""
+        out, why, failure = self._judged_reference(inputs, native)
+        if not why:
             return inputs, out, (scale, shift), ""
         for scale_factor, shift_factor in ADAPTATIONS:
             if scale_factor is None:
@@ -168,13 +172,24 @@ class ReferenceServer(ResidentTrials):
             else:
                 alt_scale, alt_shift = scale_factor * scale ** 0.5, shift_factor * shift
             candidate = self._draw(seed, alt_scale, alt_shift)
-            alt_out = self._reference64(candidate)
-            if not degenerate_reason(alt_out, native):
+            alt_out, alt_why, _ = self._judged_reference(candidate, native)
+            if not alt_why:
                 return (candidate, alt_out, (alt_scale, alt_shift),
                         f"scale {scale:g}, shift {shift:g} made the reference degenerate "
-                        f"({degenerate_reason(out, native)}); used scale {alt_scale:.3g}, "
-                        f"shift {alt_shift:.3g}")
+                        f"({why[:300]}); used scale {alt_scale:.3g}, shift {alt_shift:.3g}")
+        if failure is not None:
+            raise failure
         return inputs, out, (scale, shift), ""
+
+    def _judged_reference(self, inputs: list, native: list[str]):
+        """(float64 outputs, why they cannot judge a kernel or '', the exception raised)."""
+        try:
+            out = self._reference64(inputs)
+        except Exception as exc:  # noqa: BLE001 - an input outside the reference's domain
+            if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+                raise  # a milder draw of the same size would not fit either
+            return None, f"the reference raised {type(exc).__name__}: {exc}", exc
+        return out, degenerate_reason(out, native), None
 
     def _draw(self, seed: int, scale: float, shift: float) -> list:
         """One trial's inputs; resident: drawn on the device (`get_inputs()` under a CUDA

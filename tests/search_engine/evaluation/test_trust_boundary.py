@@ -233,6 +233,70 @@ def test_a_trial_beyond_the_output_dtype_is_adapted_not_failed(run_eval):
     assert any("overflows float32" in n and "scale 30" in n for n in notes), notes
 
 
+BCE = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, p, y):
+        return F.binary_cross_entropy(p, y, reduction="none")
+
+def get_inputs():
+    return [torch.rand(8, 30) * 0.9 + 0.05, torch.rand(8, 30)]
+
+def get_init_inputs():
+    return []
+'''
+
+BCE_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+from torch import nn
+
+
+@triton.jit
+def bce_kernel(p_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask, other=0.5)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    log_p = tl.maximum(tl.log(p), -100.0)
+    log_q = tl.maximum(tl.log(1.0 - p), -100.0)
+    tl.store(out_ptr + offs, -(y * log_p + (1.0 - y) * log_q), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, p, y):
+        p, y = p.contiguous(), y.contiguous()
+        out = torch.empty_like(p)
+        bce_kernel[(triton.cdiv(p.numel(), 256),)](p, y, out, p.numel(), BLOCK=256)
+        return out
+'''
+
+
+def test_a_trial_outside_the_references_domain_is_adapted_not_a_defect(run_eval):
+    """Binary cross-entropy takes probabilities: a scaled or shifted trial draws inputs
+    outside [0, 1] and the reference raises. That trial gets a milder draw the reference
+    accepts, and a correct kernel is judged correct on every trial."""
+    from search_engine.problems import Problem
+
+    r = run_eval(BCE_KERNEL, problem=Problem.from_source(BCE, "bce"))
+    assert r.status == "correct", r.message
+    notes = r.diagnostics["trial_plan_notes"]
+    assert any("the reference raised RuntimeError" in n for n in notes), notes
+    assert len({t.seed for t in r.correctness}) == 5
+
+
+def test_a_reference_raising_on_its_own_inputs_is_still_the_problems_error(run_eval):
+    from search_engine.problems import Problem, ProblemError
+
+    outside = BCE.replace("torch.rand(8, 30) * 0.9 + 0.05", "torch.rand(8, 30) + 1.5")
+    with pytest.raises(ProblemError, match="between 0 and 1"):
+        run_eval(BCE_KERNEL, problem=Problem.from_source(outside, "bce_outside"))
+
+
 def test_a_problem_degenerate_on_its_own_inputs_is_still_a_defect(run_eval):
     from search_engine.problems import Problem
 
