@@ -18,13 +18,16 @@ REPO = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-4
 
 
-def problem(init, forward, inputs, args="x", init_args="", init_inputs="[]", extra=""):
-    """A KernelBench-format source: `init` lines in __init__, `forward` returned."""
-    body = "".join(f"        {line}\n" for line in init.splitlines())
+def problem(init, forward, inputs, args="x", init_args="", init_inputs="[]", extra="",
+            body=""):
+    """A KernelBench-format source: `init` lines in __init__, `forward` returned (or `body`,
+    indented lines, as the whole forward)."""
+    init_lines = "".join(f"        {line}\n" for line in init.splitlines())
+    forward_body = body or f"        return {forward}"
     return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n" + extra +
             f"class Model(nn.Module):\n    def __init__(self{init_args}):\n"
-            f"        super().__init__()\n{body}        pass\n\n"
-            f"    def forward(self, {args}):\n        return {forward}\n\n"
+            f"        super().__init__()\n{init_lines}        pass\n\n"
+            f"    def forward(self, {args}):\n{forward_body.rstrip()}\n\n"
             f"def get_inputs():\n    return [{inputs}]\n\n"
             f"def get_init_inputs():\n    return {init_inputs}\n")
 

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.offline_variants.harness import problem as variant_problem
+
 from .conftest import assert_default_kernel_matches, traced_analysis
 
 
 def problem(init: str, forward: str, inputs: str, args: str = "x") -> str:
-    body = "".join(f"        {line}\n" for line in init.splitlines())
-    return ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
-            "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            f"{body}        pass\n\n    def forward(self, {args}):\n{forward}\n\n"
-            f"def get_inputs():\n    return [{inputs}]\n\n"
-            "def get_init_inputs():\n    return []\n")
+    """`forward` is the whole forward body (see `returns`); `math` is imported."""
+    return variant_problem(init, "", inputs, args, extra="import math\n\n", body=forward)
 
 
 def returns(expression: str) -> str:

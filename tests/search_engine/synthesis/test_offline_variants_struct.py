@@ -8,19 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.offline_variants.harness import problem
 from search_engine.synthesis.base import NotCoveredError
 
 from .conftest import assert_default_kernel_matches, traced_analysis
-
-
-def problem(init: str, forward: str, inputs: str, args: str = "x", body: str = "") -> str:
-    lines = "".join(f"        {line}\n" for line in init.splitlines())
-    forward_body = body or f"        return {forward}\n"
-    return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
-            "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-            f"{lines}\n    def forward(self, {args}):\n{forward_body}\n"
-            f"def get_inputs():\n    return [{inputs}]\n\n"
-            "def get_init_inputs():\n    return []\n")
 
 
 local_analysis = traced_analysis
