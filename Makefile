@@ -48,8 +48,11 @@ comma := ,
 supervise = trap 'exit 130' INT TERM; while true; do $(1); echo "worker exited ($$?); restarting in 2 s" >&2; sleep 2; done
 
 # Session loops, problem coverage and background ingestion (also relaunches lost loops).
+# SEARCH_CONCURRENCY loops run at once per search worker; a further session waits in the
+# queue, and its page and the API say "queued for a loop slot".
+SEARCH_CONCURRENCY ?= 4
 worker: $(VENV)/.installed
-	$(call supervise,$(VENV)/bin/celery -A kernelhub worker -Q search$(comma)ingest -c 2 -n search@%h $(WORKER_FLAGS))
+	$(call supervise,$(VENV)/bin/celery -A kernelhub worker -Q search$(comma)ingest -c $(SEARCH_CONCURRENCY) -n search@%h $(WORKER_FLAGS))
 
 # One per GPU: make worker-gpu TARGET=h200 GPU=0 (a fresh child process per evaluation).
 TARGET ?= h200

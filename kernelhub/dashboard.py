@@ -20,6 +20,7 @@ from kernelhub.optimization.selectors import (
     session_bests_for_user,
 )
 from kernelhub.optimization.selectors import live_workers, session_list_for_user
+from kernelhub.optimization.session_state import session_state
 from kernelhub.review.selectors import approved_kernels_for_user, review_queue_for_user
 from kernelhub.teams.selectors import team_list_for_user, teams_where_user_can
 
@@ -120,11 +121,20 @@ def queue_lengths(names: list[str], result: dict) -> list[dict]:
         return [{"name": name, "length": None} for name in names]
 
 
+def sessions_not_moving(running) -> list[dict]:
+    """The active sessions that wait (for a loop slot, a worker, the LLM endpoint), each
+    with its state: [{"session", "state"}]."""
+    rows = [{"session": session, "state": session_state(session)} for session in running]
+    return [row for row in rows if row["state"].waiting]
+
+
 def dashboard_summary(user: AbstractBaseUser) -> dict:
     sessions = session_list_for_user(user)
+    running = list(sessions.filter(status__in=SearchSession.ACTIVE_STATUSES)[:20])
     return {
         "teams": team_list_for_user(user),
-        "running_sessions": sessions.filter(status__in=SearchSession.ACTIVE_STATUSES)[:20],
+        "running_sessions": running,
+        "waiting_sessions": sessions_not_moving(running),
         "finished_sessions": sessions.exclude(status__in=SearchSession.ACTIVE_STATUSES)[:20],
         "approved_kernels": approved_kernels_for_user(user)[:10],
         "review_queue_count": review_queue_for_user(user).count(),

@@ -125,6 +125,30 @@ def evaluations_run_here() -> bool:
     return current().evaluations_run_here
 
 
+_detected_target: list[str] = []  # this host's GPU target, probed once per process
+_detect_lock = threading.Lock()
+
+
+def local_targets() -> list[str]:
+    """The hardware targets this process can evaluate on (the embedded default's only
+    worker): the interpreter, and the target of this host's GPU when it has one.
+    `KERNELHUB_LOCAL_TARGETS` (comma separated) overrides the probe."""
+    if settings.KERNELHUB_LOCAL_TARGETS:
+        return [t.strip() for t in settings.KERNELHUB_LOCAL_TARGETS.split(",") if t.strip()]
+    with _detect_lock:
+        if not _detected_target:
+            from search_engine.hardware import detect_local_target
+
+            _detected_target.append(detect_local_target().name)
+    return sorted({"interpreter", _detected_target[0]})
+
+
+def local_target_served(target: str) -> bool:
+    """Whether evaluations of `target` can run here (a GPU target needs that GPU: anything
+    else would fail every candidate for want of a device, which is no fault of the kernel)."""
+    return target in local_targets()
+
+
 # -- the work, by kind ---------------------------------------------------------------------
 
 def session_launch(session_id: int) -> None:

@@ -171,6 +171,9 @@ CELERY_RESULT_BACKEND = REDIS_URL or "cache+memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_DEFAULT_QUEUE = "search"  # kernelhub/queues.py: SEARCH_QUEUE
 KERNELHUB_DEFAULT_TARGET = env_str("KERNELHUB_DEFAULT_TARGET", "auto")
+# Embedded default: the targets this server evaluates on ("" = probe: the interpreter and this
+# host's GPU). A session on another target waits for a worker instead of failing every candidate.
+KERNELHUB_LOCAL_TARGETS = env_str("KERNELHUB_LOCAL_TARGETS")
 KERNELHUB_EVAL_TIMEOUT_S = env_float("KERNELHUB_EVAL_TIMEOUT_S", 180.0)
 # Long GPU jobs: a message is acknowledged only after its task ran, and goes back to the queue
 # when the process running it dies (kernelhub.placement's ledger stops a redelivery loop:
@@ -178,6 +181,11 @@ KERNELHUB_EVAL_TIMEOUT_S = env_float("KERNELHUB_EVAL_TIMEOUT_S", 180.0)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker whose slots are all busy takes no further message (it stays in Redis for an idle
+# worker). The prefetch count alone does not hold across a broker restart: the reconnected
+# channel starts with no unacknowledged message, so a busy worker would take one more
+# ("Skipping prefetch count reduction"); this checks the worker's own reserved requests.
+CELERY_WORKER_DISABLE_PREFETCH = True
 # A fresh child process per task: each evaluation gets a clean CUDA context, and a kernel
 # that corrupted one (an illegal memory access) cannot harm the next. The parent never
 # imports torch.

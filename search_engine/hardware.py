@@ -72,6 +72,11 @@ TARGETS: dict[str, HardwareTarget] = {
 }
 
 
+class DeviceUnavailable(ValueError):
+    """This host has no device for the target: an infrastructure condition (the evaluation
+    never ran), never a verdict on the kernel."""
+
+
 def get_target(name: str) -> HardwareTarget:
     """Return a target by name; `auto` picks the local GPU when there is one."""
     if name == "auto":

@@ -12,6 +12,7 @@ from kernelhub.api.evaluations import MAX_BATCH, MAX_SOURCE_BYTES, evaluation_re
 from kernelhub.api.models import Evaluation
 from kernelhub.optimization.models import Budget, Candidate, HardwareTarget, Problem, SearchSession
 from kernelhub.optimization.services import PRECISION_POLICIES
+from kernelhub.optimization.session_state import STATES, SessionState, session_state
 from kernelhub.review.models import Review
 from kernelhub.teams.models import Team
 
@@ -62,6 +63,17 @@ class SessionSerializer(serializers.ModelSerializer):
     problem_name = serializers.CharField(source="problem.name", read_only=True)
     hardware = serializers.SlugRelatedField(slug_field="name", read_only=True)
     created_by = serializers.SerializerMethodField()
+    state = serializers.SerializerMethodField(help_text=(
+        "Why the session is (not) moving, as the session page shows it: queued_for_loop "
+        "(its loop waits for a search worker's slot), waiting_for_worker (no live worker "
+        "serves the queue in waiting_on_queue), paused_llm_outage, paused, running, "
+        "finished, failed, cancelled."))
+    state_label = serializers.SerializerMethodField(help_text="`state` in words.")
+    state_detail = serializers.SerializerMethodField(
+        help_text="Why, and what to do: the session page's banner (for an ended session, the "
+                  "reason it ended).")
+    waiting_on_queue = serializers.SerializerMethodField(
+        help_text='The queue it waits on ("search", "gpu.<target>"); "" when not waiting.')
 
     class Meta:
         model = SearchSession
@@ -69,10 +81,30 @@ class SessionSerializer(serializers.ModelSerializer):
                   "precision_policy", "budget_evaluations", "budget_minutes", "budget_cost_usd",
                   "seed", "status", "status_message", "evaluated_count", "best_candidate",
                   "best_speedup_vs_eager", "best_speedup_vs_compile", "llm_cost_usd",
-                  "created_by", "created_at", "started_at", "finished_at"]
+                  "created_by", "created_at", "started_at", "finished_at",
+                  "state", "state_label", "state_detail", "waiting_on_queue"]
 
     def get_created_by(self, session) -> str | None:
         return username(session.created_by)
+
+    def _state(self, session) -> SessionState:
+        known = self.context.setdefault("_session_states", {})
+        if session.pk not in known:
+            known[session.pk] = session_state(session)
+        return known[session.pk]
+
+    @extend_schema_field(serializers.ChoiceField(choices=STATES))
+    def get_state(self, session) -> str:
+        return self._state(session).state
+
+    def get_state_label(self, session) -> str:
+        return self._state(session).label
+
+    def get_state_detail(self, session) -> str:
+        return self._state(session).detail
+
+    def get_waiting_on_queue(self, session) -> str:
+        return self._state(session).queue
 
 
 class SessionCreateSerializer(serializers.Serializer):

@@ -108,7 +108,10 @@ def job_recover(job: EvaluationJob, epoch: str) -> None:
 
 
 def revoke(task_ids: list[str]) -> None:
-    """Tell live workers to drop these deliveries (the ledger already refuses them)."""
+    """Tell live workers to drop these deliveries (the ledger already refuses them). An
+    empty id (a job never sent, or already cancelled through its record) has no delivery
+    to drop: Celery would only fail to mark it revoked."""
+    task_ids = [task_id for task_id in task_ids if task_id]
     if not task_ids:
         return
     try:
@@ -196,7 +199,7 @@ class CeleryExecutor:
         for job in jobs.values():
             future = futures[job.pk]
             if future.cancelled():
-                revoke([ledger.job_cancel(job.pk)] if job.task_id else [])
+                revoke([ledger.job_cancel(job.pk)])
                 self._forget(job.pk)
             elif job.state == Job.DONE:
                 future.set_result(EvaluationResult.from_dict(job.result))

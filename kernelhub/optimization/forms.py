@@ -10,7 +10,9 @@ from django.conf import settings
 from django.db.models import Q
 
 from kernelhub.optimization.models import Budget, SearchSession
-from kernelhub.optimization.selectors import hardware_target_list, problem_list_for_user
+from kernelhub.optimization.selectors import (
+    hardware_target_list, problem_list_for_user, targets_with_a_worker,
+)
 from kernelhub.optimization.services import MAX_PROBLEM_BYTES, PRECISION_POLICIES
 from kernelhub.teams.selectors import teams_where_user_can
 
@@ -48,6 +50,10 @@ class SessionForm(forms.Form):
         self.fields["problem"].queryset = problem_list_for_user(user).filter(
             Q(team__isnull=True) | Q(team__in=teams))
         self.fields["hardware"].queryset = hardware_target_list()
+        served = targets_with_a_worker()
+        self.fields["hardware"].label_from_instance = lambda hw: (
+            hw.display_name if hw.name in served
+            else f"{hw.display_name} — no worker now (a session waits for one)")
         synthesizers = [(SearchSession.SynthesizerKind.OFFLINE, "Offline templates")]
         if settings.LLM_CONFIGURED:
             synthesizers.insert(0, (SearchSession.SynthesizerKind.LLM, "LLM"))

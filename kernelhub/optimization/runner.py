@@ -34,6 +34,7 @@ from search_engine.candidate import CandidateRecord
 logger = logging.getLogger(__name__)
 
 CONTROL_POLL_S = 0.25
+TARGET_POLL_S = 2.0  # how often a loop waiting for its target looks again
 LEASE_EVERY_TICKS = 4  # renew the lease (and the heartbeat) once a second
 
 # Engine statuses that end a session, and what the stored session becomes.
@@ -252,6 +253,8 @@ def _run_leased(session: SearchSession, executor, owner: str) -> None:
     watcher = ControlWatcher(session.pk, None, owner)  # renews the lease while building, too
     watcher.start()
     try:
+        if not wait_for_target(session, watcher):
+            return
         try:
             watcher.runner = build_runner(session, executor)
         except Exception as exc:  # a bad configuration ends the session with a reason
@@ -266,6 +269,28 @@ def _run_leased(session: SearchSession, executor, owner: str) -> None:
         watcher.join(2)
     if not watcher.lost.is_set():
         finish_session(session, outcome)
+
+
+def wait_for_target(session: SearchSession, watcher: ControlWatcher) -> bool:
+    """Embedded default: wait (saying so) while this server cannot run the session's target,
+    instead of failing every candidate for want of a GPU; False when the session ended or
+    another loop took it meanwhile. (Distributed loops queue their evaluations on
+    `gpu.<target>`, where they wait for a worker.)"""
+    if not placement.evaluations_run_here():
+        return True
+    from kernelhub.optimization.session_state import session_state
+
+    said = ""
+    while not placement.local_target_served(session.hardware.name):
+        session.refresh_from_db()
+        if not session.is_active or watcher.lost.is_set():
+            return False
+        state = session_state(session)
+        if state.state == "waiting_for_worker" and state.detail != said:
+            said = state.detail
+            session_set_status(session, session.status, said)
+        watcher.stop.wait(TARGET_POLL_S)
+    return True
 
 
 def build_runner(session: SearchSession, executor):

@@ -18,7 +18,7 @@ from kernelhub.optimization.models import (
     SessionEvent,
     WorkerPresence,
 )
-from kernelhub.queues import gpu_queue
+from kernelhub.queues import gpu_queue, is_gpu_queue, target_of
 from kernelhub.teams.selectors import team_ids_for_user
 
 
@@ -231,12 +231,17 @@ def live_workers() -> QuerySet[WorkerPresence]:
 
 
 def session_waiting_for_worker(session: SearchSession) -> str:
-    """Why an active distributed session makes no progress for lack of a worker ("" if it
-    does not): no live worker serves its target's queue."""
-    if placement.evaluations_run_here() or not session.is_active:
-        return ""
-    queue = gpu_queue(session.hardware.name)
-    if any(queue in w.queues.split(",") for w in live_workers()):
-        return ""
-    return (f"waiting for a worker: no live worker serves {queue} (start one with "
-            f"`make worker-gpu TARGET={session.hardware.name}`)")
+    """Why an active session makes no progress for lack of a worker ("" if it does not);
+    see `kernelhub.optimization.session_state` (the one read of a session's state)."""
+    from kernelhub.optimization.session_state import session_state
+
+    state = session_state(session)
+    return state.detail if state.state == "waiting_for_worker" else ""
+
+
+def targets_with_a_worker() -> set[str]:
+    """The hardware targets something can evaluate on now: this server's (embedded default)
+    or those of live workers' `gpu.<target>` queues (distributed mode)."""
+    if placement.evaluations_run_here():
+        return set(placement.local_targets())
+    return {target_of(q) for w in live_workers() for q in w.queues.split(",") if is_gpu_queue(q)}

@@ -32,8 +32,8 @@ from kernelhub.optimization.selectors import (
     session_best_series,
     session_get_for_user,
     session_list_for_user,
-    session_waiting_for_worker,
 )
+from kernelhub.optimization.session_state import session_state
 from kernelhub.teams.selectors import teams_where_user_can, user_can
 
 logger = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ def session_detail(request, pk: int):
     }
     return render(request, "optimization/session_detail.html", {
         "session": session, "page_config": page_config,
-        "waiting_for_worker": session_waiting_for_worker(session),
+        "session_state": session_state(session),
         **_controls_context(request.user, session),
     })
 

@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.reference import ReferenceCache
 from search_engine.evaluation.result import PROBLEM_DEFECT, EvaluationResult
+from search_engine.hardware import DeviceUnavailable
 from search_engine.problems import ProblemError
 from search_engine.protocols import EvaluationRequest
 
@@ -78,6 +79,11 @@ class LocalExecutor:
                 config=config, reference_cache=self._references,
                 sandbox_pool=self.sandbox_pool(request.target, config),
             )
+        except DeviceUnavailable as exc:  # nothing ran: the host's fault, not the kernel's
+            return EvaluationResult(status="runtime_error", target=request.target,
+                                    precision_policy=request.precision_policy,
+                                    message=f"not evaluated (infrastructure): {exc}",
+                                    diagnostics={"infrastructure_failure": str(exc)})
         except ProblemError as exc:  # the problem itself is unusable
             return EvaluationResult(status=PROBLEM_DEFECT, target=request.target,
                                     precision_policy=request.precision_policy, message=str(exc))

@@ -35,7 +35,7 @@ from search_engine.evaluation.result import EvaluationResult
 from search_engine.evaluation.sandbox_pool import SandboxPool
 from search_engine.evaluation.timed_checks import _noise, _random_indices
 from search_engine.evaluation.tolerances import check_policy
-from search_engine.hardware import HardwareTarget, get_target
+from search_engine.hardware import DeviceUnavailable, HardwareTarget, get_target
 from search_engine.problems import Problem, ProblemError, load_problem
 
 __all__ = [  # the private names are re-exported for the tests and `resident`
@@ -118,7 +118,7 @@ def _require_device(hw: HardwareTarget) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise ValueError(f"target {hw.name!r} needs a CUDA GPU and this host has none; "
+        raise DeviceUnavailable(f"target {hw.name!r} needs a CUDA GPU and this host has none; "
                          "use --target interpreter (or auto)")
 
 

@@ -195,10 +195,14 @@ def test_a_session_without_a_live_worker_says_it_waits_for_one(session, settings
                                   started_at=now, beat_at=now - timedelta(minutes=5))
     assert "waiting for a worker" in session_waiting_for_worker(session)  # a stale beat
     WorkerPresence.objects.filter(name="gpu0@node").update(beat_at=now)
+    ledger.lease_acquire(session.pk, "search@node:1:loop")  # its loop runs
     assert session_waiting_for_worker(session) == ""
     settings.KERNELHUB_EXECUTOR = "local"
     WorkerPresence.objects.all().delete()
+    settings.KERNELHUB_LOCAL_TARGETS = "interpreter,h200"
     assert session_waiting_for_worker(session) == ""  # evaluations run here
+    settings.KERNELHUB_LOCAL_TARGETS = "interpreter"  # this server has no H200
+    assert "this server cannot run" in session_waiting_for_worker(session)
 
 
 def test_one_rule_decides_where_work_runs(settings):
