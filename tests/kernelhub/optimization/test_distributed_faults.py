@@ -40,17 +40,19 @@ REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::
 class Worker:
     """One Celery worker process (and its pool children), stopped by its process group."""
 
-    def __init__(self, name: str, queues: str, env: dict, log_dir: Path):
+    def __init__(self, name: str, queues: str, env: dict, log_dir: Path, extra=(),
+                 concurrency: int = 1):
         self.name, self.queues, self.env = name, queues, env
+        self.extra, self.concurrency = list(extra), concurrency
         self.log = log_dir / f"{name}.log"
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Worker":
         celery = str(Path(sys.executable).with_name("celery"))
         self.proc = subprocess.Popen(
-            [celery, "-A", "kernelhub", "worker", "-Q", self.queues, "-c", "1",
+            [celery, "-A", "kernelhub", "worker", "-Q", self.queues, "-c", str(self.concurrency),
              "-n", f"{self.name}@%h", "-l", "info", "--without-gossip", "--without-mingle",
-             "--without-heartbeat"],
+             "--without-heartbeat", *self.extra],
             cwd=REPO, env=self.env, stdout=self.log.open("a"), stderr=subprocess.STDOUT,
             start_new_session=True)
         return self
