@@ -87,17 +87,21 @@ def get_target(name: str) -> HardwareTarget:
         raise ValueError(f"unknown hardware target {name!r}; known: {', '.join(TARGETS)}, auto")
 
 
+def target_for_gpu_name(gpu: str) -> str | None:
+    """The known target a GPU's name ("NVIDIA H200", "AMD Instinct MI300X") is, or None."""
+    squeezed = gpu.lower().replace(" ", "")
+    return next((key for key in ("h200", "h100", "a100", "mi300x") if key in squeezed), None)
+
+
 def detect_local_target() -> HardwareTarget:
     """The target this host can actually run: a known GPU by name, else the interpreter."""
     try:
         import torch
 
         if torch.cuda.is_available():
-            gpu = torch.cuda.get_device_name(0).lower()
-            for key in ("h200", "h100", "a100", "mi300x"):
-                if key in gpu.replace(" ", ""):
-                    return TARGETS[key]
-            return TARGETS["h100"] if "hopper" in gpu else TARGETS["a100"]
+            gpu = torch.cuda.get_device_name(0)
+            return TARGETS[target_for_gpu_name(gpu) or
+                           ("h100" if "hopper" in gpu.lower() else "a100")]
     except Exception:  # torch missing or CUDA probe failed: the interpreter still works
         pass
     return TARGETS["interpreter"]

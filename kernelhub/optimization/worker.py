@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from kernelhub import placement
 from kernelhub.optimization import ledger
-from kernelhub.queues import SEARCH_QUEUE, gpu_queue, is_gpu_queue
+from kernelhub.queues import SEARCH_QUEUE, gpu_queue, is_gpu_queue, target_of
 
 logger = logging.getLogger(__name__)
 REAP_EVERY_S = 5.0
@@ -35,6 +35,10 @@ def gpu_name(queues: list[str]) -> str:
         return ""
     if gpu_queue("interpreter") in queues or not shutil.which("nvidia-smi"):
         return "CPU (Triton interpreter)"
+    return nvidia_gpu_name()
+
+
+def nvidia_gpu_name() -> str:
     device = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]
     try:
         found = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader",
@@ -42,6 +46,42 @@ def gpu_name(queues: list[str]) -> str:
         return found.stdout.strip().splitlines()[0] if found.returncode == 0 else "unknown GPU"
     except (OSError, subprocess.SubprocessError, IndexError):
         return "unknown GPU"
+
+
+def queues_this_host_cannot_serve(queues: list[str]) -> dict[str, str]:
+    """{queue: why} for the `gpu.<target>` queues whose target this host cannot run: no GPU,
+    or a GPU known to be another target. (Evaluations taken from them would fail for want of
+    the device; refused, the target has no live worker and its sessions wait for one.)
+    `KERNELHUB_GPU_NAME` declares the GPU where `nvidia-smi` cannot tell (ROCm hosts)."""
+    from search_engine.hardware import target_for_gpu_name
+
+    wanted = {q: target_of(q) for q in queues if is_gpu_queue(q) and target_of(q) != "interpreter"}
+    if not wanted:
+        return {}
+    name = os.environ.get("KERNELHUB_GPU_NAME") or (
+        nvidia_gpu_name() if shutil.which("nvidia-smi") else "")
+    if not name and os.path.exists("/dev/kfd"):
+        return {}  # a ROCm GPU nvidia-smi cannot name: trust the operator
+    found = target_for_gpu_name(name) if name and name != "unknown GPU" else None
+    refused = {}
+    for queue, target in wanted.items():
+        if not name:
+            refused[queue] = f"this host has no GPU for target {target}"
+        elif found is not None and found != target:
+            refused[queue] = f"this host's GPU is {name} (target {found}), not {target}"
+    return refused
+
+
+@signals.celeryd_init.connect
+def refuse_targets_this_host_cannot_run(sender=None, options=None, **_):
+    queues = (options or {}).get("queues") or []
+    queues = queues.split(",") if isinstance(queues, str) else list(queues)
+    refused = queues_this_host_cannot_serve([q.strip() for q in queues])
+    if refused:
+        raise SystemExit("kernelhub worker not started: " + "; ".join(
+            f"{queue}: {why}" for queue, why in refused.items())
+            + " (start it on a host with that GPU, set KERNELHUB_GPU_NAME if this GPU is not "
+            "detected, or use -Q gpu.interpreter)")
 
 
 def active_task_ids() -> list[str]:

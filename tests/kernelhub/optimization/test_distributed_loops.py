@@ -160,3 +160,26 @@ def _snapshot(session: SearchSession) -> tuple:
     session.refresh_from_db()
     return (session.status, session.status_message, session.last_seq,
             Candidate.objects.filter(session=session).count())
+
+
+def test_a_gpu_worker_on_a_host_without_that_gpu_refuses_to_start_and_sessions_wait(
+        teams, hardware, library_problem, postgres_db, own_redis, tmp_path, settings):  # noqa: F811
+    import shutil
+
+    if shutil.which("nvidia-smi") or os.path.exists("/dev/kfd"):
+        pytest.skip("this host has a GPU")
+    env = {**os.environ, "DATABASE_URL": postgres_db, "REDIS_URL": own_redis.url,
+           "KERNELHUB_EXECUTOR": "celery", "KERNELHUB_DATA_DIR": str(tmp_path),
+           "PYTHONPATH": str(REPO), "KERNELHUB_WORKER_BEAT_S": "1"}
+    env.pop("KERNELHUB_GPU_NAME", None)
+    worker = Worker("gpu0", "gpu.h200", env, tmp_path).start()
+    assert worker.proc.wait(120) != 0
+    log = worker.log.read_text()
+    assert "gpu.h200: this host has no GPU for target h200" in log, log[-2000:]
+    settings.KERNELHUB_EXECUTOR = "celery"
+    session = session_create(
+        user=teams["users"][("alpha", "engineer")], team=teams["alpha"],
+        problem=library_problem, hardware=hardware["h200"], budget_evaluations=2)
+    ledger.lease_acquire(session.pk, "search@x:1:loop")
+    state = api_state(teams, session)
+    assert (state["state"], state["waiting_on_queue"]) == ("waiting_for_worker", "gpu.h200")

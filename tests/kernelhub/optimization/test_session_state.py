@@ -181,3 +181,22 @@ def test_cancelling_a_job_already_cancelled_through_its_record_revokes_nothing(
     executors.revoke(["", ""])
     assert revoked == [] and not executor._futures
     assert EvaluationJob.objects.get(pk=job.pk).state == "cancelled"
+
+
+def test_a_gpu_worker_refuses_the_targets_its_host_cannot_run(monkeypatch):
+    from kernelhub.optimization import worker
+
+    monkeypatch.setattr(worker.shutil, "which", lambda name: None)  # no nvidia-smi
+    monkeypatch.setattr(worker.os.path, "exists", lambda path: False)  # no ROCm either
+    monkeypatch.delenv("KERNELHUB_GPU_NAME", raising=False)
+    assert worker.queues_this_host_cannot_serve(["gpu.interpreter", "search"]) == {}
+    assert "no GPU for target h200" in worker.queues_this_host_cannot_serve(
+        ["gpu.h200"])["gpu.h200"]
+    monkeypatch.setenv("KERNELHUB_GPU_NAME", "NVIDIA H100 80GB HBM3")
+    assert "not h200" in worker.queues_this_host_cannot_serve(["gpu.h200"])["gpu.h200"]
+    assert worker.queues_this_host_cannot_serve(["gpu.h100"]) == {}
+    monkeypatch.setenv("KERNELHUB_GPU_NAME", "Some Future GPU")  # unknown: trusted
+    assert worker.queues_this_host_cannot_serve(["gpu.h200"]) == {}
+    with pytest.raises(SystemExit, match="gpu.h200"):
+        monkeypatch.setenv("KERNELHUB_GPU_NAME", "NVIDIA A100-SXM4-80GB")
+        worker.refuse_targets_this_host_cannot_run(options={"queues": ["gpu.h200"]})
