@@ -53,9 +53,10 @@ def queues_this_host_cannot_serve(queues: list[str]) -> dict[str, str]:
     or a GPU known to be another target. (Evaluations taken from them would fail for want of
     the device; refused, the target has no live worker and its sessions wait for one.)
     `KERNELHUB_GPU_NAME` declares the GPU where `nvidia-smi` cannot tell (ROCm hosts)."""
-    from search_engine.hardware import target_for_gpu_name
+    from search_engine.hardware import TARGETS, target_for_gpu_name
 
-    wanted = {q: target_of(q) for q in queues if is_gpu_queue(q) and target_of(q) != "interpreter"}
+    wanted = {q: target_of(q) for q in queues if is_gpu_queue(q)
+              and target_of(q) in TARGETS and not TARGETS[target_of(q)].is_interpreter}
     if not wanted:
         return {}
     name = os.environ.get("KERNELHUB_GPU_NAME") or (

@@ -9,7 +9,8 @@ The GPU workers keep their pool child between evaluations here (KERNELHUB_EVAL_T
 =0): a fresh child per evaluation (the production default) measures the reference again each
 time, which on CI's two cores would take these tests past their time.
 
-Runs when the test database is PostgreSQL (`make test-postgres`, CI) and Redis answers.
+Runs when the test database is PostgreSQL (`make test-postgres`, CI) and `redis-server` exists
+(each test runs its own Redis server: conftest.py's `own_redis`).
 """
 
 from __future__ import annotations
@@ -31,10 +32,6 @@ BUDGET, FAULT_BUDGET = 16, 8
 SESSION_DEADLINE_S = 420
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
               pytest.mark.postgres, pytest.mark.redis]
-# The commands of ../shared/services.md: the tests stop Redis and start it again.
-REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port",
-               "6379", "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis",
-               "--logfile", "/var/log/redis/ci.log"]
 
 
 class Worker:
@@ -89,12 +86,11 @@ class Worker:
 
 
 @pytest.fixture
-def cluster(postgres_db, redis_url, celery_on_redis, settings, tmp_path):
-    """{"search": Worker, "gpu-a": Worker, "gpu-b": Worker, "new": callable, "url": str}."""
-    import redis
-
-    url = redis_url.rsplit("/", 1)[0] + "/5"  # a database of our own on the shared Redis
-    redis.Redis.from_url(url).flushdb()
+def cluster(postgres_db, own_redis, celery_on_redis, settings, tmp_path):
+    """{"search": Worker, "gpu-a": Worker, "gpu-b": Worker, "new": callable, "url": str,
+    "redis": OwnRedis}: on a Redis server of the test's own (conftest.py), which a test may
+    restart without disturbing anyone else's."""
+    url = own_redis.url
     env = {**os.environ, "DATABASE_URL": postgres_db, "REDIS_URL": url,
            "KERNELHUB_EXECUTOR": "celery", "KERNELHUB_DATA_DIR": str(tmp_path),
            "TRITON_INTERPRET": "1", "PYTHONUNBUFFERED": "1",
@@ -114,7 +110,7 @@ def cluster(postgres_db, redis_url, celery_on_redis, settings, tmp_path):
         started.append(worker)
         return worker
 
-    yield {**workers, "new": new, "url": url}
+    yield {**workers, "new": new, "url": url, "redis": own_redis}
     for worker in [*workers.values(), *started]:
         worker.stop()
 
@@ -214,26 +210,13 @@ def test_redis_restarted_mid_session_loses_nothing_and_the_workers_live_on(
                .exclude(status="pending").count() >= 3, 180, "3 evaluations", workers)
     client = redis.Redis.from_url(cluster["url"])
     before = client.info("server")["run_id"]
-    try:
-        try:
-            client.shutdown(nosave=True)
-        except redis.ConnectionError:
-            pass  # it closed the connection as it went down
-        time.sleep(2)
-    finally:
-        subprocess.run(REDIS_START, check=True)
-    wait_until(lambda: _redis_answers(client), 30, "Redis to come back")
+    cluster["redis"].stop()
+    time.sleep(2)
+    cluster["redis"].start()
     assert client.info("server")["run_id"] != before
     wait_finished(session, workers)
     assert_accounted(session)
     assert all(w.alive for w in workers), "\n".join(w.tail() for w in workers)
-
-
-def _redis_answers(client) -> bool:
-    try:
-        return bool(client.ping())
-    except Exception:
-        return False
 
 
 def test_the_session_runner_killed_mid_session_is_relaunched_from_its_stored_nodes(

@@ -24,7 +24,6 @@ from kernelhub.optimization.services import (
 from search_engine.protocols import EvaluationRequest
 from tests.kernelhub.optimization.test_distributed import postgres_db  # noqa: F401 (a fixture)
 from tests.kernelhub.optimization.test_distributed_faults import REPO, Worker, wait_until
-from tests.kernelhub.optimization.test_distributed_prefetch import own_redis  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
               pytest.mark.postgres, pytest.mark.redis]
@@ -32,7 +31,7 @@ VISIBILITY_S = 6  # Redis hands an unacknowledged message out again after this l
 
 
 @pytest.fixture
-def loops(postgres_db, own_redis, celery_on_redis, settings, tmp_path):  # noqa: F811
+def loops(postgres_db, own_redis, celery_on_redis, settings, tmp_path):
     """new(name, concurrency) -> a `search` Worker on the test's Redis (stopped after)."""
     env = {**os.environ, "DATABASE_URL": postgres_db, "REDIS_URL": own_redis.url,
            "KERNELHUB_EXECUTOR": "celery", "KERNELHUB_DATA_DIR": str(tmp_path),

@@ -4,17 +4,14 @@ restarts while one worker runs a long job. A job queued afterwards must go to th
 worker, and a further one must stay in Redis (for whichever worker frees first), never be
 taken by the busy worker ("Skipping prefetch count reduction" let it take one).
 
-Runs when the test database is PostgreSQL (the workers' presence) and `redis-server` exists.
+Runs when the test database is PostgreSQL (the workers' presence) and `redis-server` exists
+(the `own_redis` fixture: conftest.py).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -23,57 +20,8 @@ from tests.kernelhub.optimization.test_distributed_faults import REPO, Worker, w
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
               pytest.mark.postgres, pytest.mark.redis]
-QUEUE = "gpu.prefetch-test"
+QUEUE = "gpu.interpreter"  # on the test's own Redis
 LONG_S = 60.0
-
-
-class OwnRedis:
-    """A redis-server of this test alone (the shared one is never restarted), stopped by pid."""
-
-    def __init__(self, log_dir: Path):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.log = log_dir / "redis.log"
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> "OwnRedis":
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", str(self.log)], start_new_session=True)
-        client = self.client()
-        wait_until(lambda: _answers(client), 20, "the test's Redis to answer")
-        return self
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(20)
-
-    def client(self):
-        import redis
-
-        return redis.Redis.from_url(self.url, socket_timeout=2)
-
-
-def _answers(client) -> bool:
-    try:
-        return bool(client.ping())
-    except Exception:
-        return False
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    if not shutil.which("redis-server"):
-        pytest.skip("redis-server is not installed")
-    server = OwnRedis(tmp_path).start()
-    yield server
-    server.stop()
 
 
 def connections(worker: Worker) -> int:
