@@ -200,3 +200,18 @@ def test_a_gpu_worker_refuses_the_targets_its_host_cannot_run(monkeypatch):
     with pytest.raises(SystemExit, match="gpu.h200"):
         monkeypatch.setenv("KERNELHUB_GPU_NAME", "NVIDIA A100-SXM4-80GB")
         worker.refuse_targets_this_host_cannot_run(options={"queues": ["gpu.h200"]})
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_host_its_target_is_served_here_and_by_its_worker(settings):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kernelhub.optimization import worker
+    from search_engine.hardware import detect_local_target
+
+    settings.KERNELHUB_LOCAL_TARGETS = ""
+    target = detect_local_target().name
+    assert target != "interpreter" and placement.local_target_served(target)
+    assert worker.queues_this_host_cannot_serve([f"gpu.{target}"]) == {}
