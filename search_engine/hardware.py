@@ -22,6 +22,8 @@ class HardwareTarget:
     shared_memory_per_block_bytes: int
     source: str  # "measured" or "datasheet" or "interpreter"
     notes: str = ""
+    # what one thread may hold (NVIDIA: 255 registers; AMD CDNA 3: 512 VGPRs); 0: no limit
+    max_registers_per_thread: int = 255
 
     @property
     def is_interpreter(self) -> bool:
@@ -58,14 +60,14 @@ TARGETS: dict[str, HardwareTarget] = {
         name="mi300x", vendor="amd", architecture="gfx942 (CDNA 3)",
         memory_bandwidth_gbs=5300.0, fp32_tflops=163.4, bf16_tflops=1307.4,
         multiprocessors=304, l2_bytes=256 * MB, shared_memory_per_block_bytes=64 * 1024,
-        source="datasheet",
+        source="datasheet", max_registers_per_thread=512,
         notes="AMD Instinct MI300X datasheet (dense bf16; L2 figure is the 256 MB Infinity Cache).",
     ),
     "interpreter": HardwareTarget(
         name="interpreter", vendor="generic", architecture="Triton interpreter (CPU)",
         memory_bandwidth_gbs=0.0, fp32_tflops=0.0, bf16_tflops=0.0,
         multiprocessors=0, l2_bytes=0, shared_memory_per_block_bytes=0,
-        source="interpreter",
+        source="interpreter", max_registers_per_thread=0,
         notes="CPU-only host: kernels run in TRITON_INTERPRET=1; timings are never "
         "compared with GPU numbers.",
     ),
