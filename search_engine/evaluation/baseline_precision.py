@@ -53,26 +53,36 @@ def backend_flags() -> dict:
 
 
 @contextlib.contextmanager
+def torch_switches(cudnn_tf32: bool, matmul_tf32: bool):
+    """TF32 in cuDNN and in matmul set as given (matmul precision "high" when TF32 is on,
+    "highest" when off) for the block; the previous switches restored after it."""
+    import torch
+
+    before = backend_flags()
+    torch.set_float32_matmul_precision("high" if matmul_tf32 else "highest")
+    torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
+    torch.backends.cudnn.allow_tf32 = cudnn_tf32
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = before["cudnn_allow_tf32"]
+        torch.backends.cuda.matmul.allow_tf32 = before["matmul_allow_tf32"]
+        torch.set_float32_matmul_precision(before["float32_matmul_precision"])
+
+
+@contextlib.contextmanager
 def baseline_precision(policy: str, device: str):
     """Run eager / torch.compile baselines at `policy`'s precision; restores the switches."""
     import torch
 
     precision_label(policy)  # an unknown policy is an error, never PyTorch's defaults
-    before = backend_flags()
     tf32 = policy != "strict"
-    torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.set_float32_matmul_precision("high" if tf32 else "highest")
-    try:
+    with torch_switches(cudnn_tf32=tf32, matmul_tf32=tf32):
         if policy == "bf16":
             with torch.autocast(device_type=device, dtype=torch.bfloat16):
                 yield
         else:
             yield
-    finally:
-        torch.backends.cudnn.allow_tf32 = before["cudnn_allow_tf32"]
-        torch.backends.cuda.matmul.allow_tf32 = before["matmul_allow_tf32"]
-        torch.set_float32_matmul_precision(before["float32_matmul_precision"])
 
 
 def baseline_error(outputs: list, reference64: list, expected_dtypes: list[str],

@@ -55,14 +55,8 @@ def _run(policy: str, problem_dtype: str = "float32"):
 @pytest.fixture(autouse=True)
 def _pytorch_defaults():
     """Start every test from PyTorch's defaults (cuDNN TF32 on, matmul TF32 off)."""
-    before = bp.backend_flags()
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    yield
-    torch.backends.cudnn.allow_tf32 = before["cudnn_allow_tf32"]
-    torch.backends.cuda.matmul.allow_tf32 = before["matmul_allow_tf32"]
-    torch.set_float32_matmul_precision(before["float32_matmul_precision"])
+    with bp.torch_switches(cudnn_tf32=True, matmul_tf32=False):
+        yield
 
 
 def test_strict_baselines_run_with_tf32_off_everywhere():
