@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from kernelhub.optimization.models import Candidate, SearchSession
+from kernelhub.optimization.models import Candidate
 from kernelhub.optimization.runner import SessionRecorder
 from search_engine.evaluation.baseline_precision import BASELINE_PRECISION
 from search_engine.evaluation.result import EvaluationResult, TimingStats, TrialError
 from search_engine.search.tree import PRUNED, Node
+
+from .test_candidate_shape import recorded  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -29,31 +31,29 @@ def _result() -> EvaluationResult:
         speedup_vs_eager=2.0, baseline_precision=STRICT, reward=1.0)
 
 
-def test_precision_and_pruned_children_reach_the_page(teams, hardware, library_problem,
-                                                      client):
-    session = SearchSession.objects.create(
-        team=teams["alpha"], problem=library_problem, hardware=hardware["h200"],
-        status=SearchSession.Status.RUNNING)
+def test_precision_and_pruned_children_reach_the_page(recorded, client):
+    session = recorded["session"]  # a root and child 1, stored as a running search stores them
     recorder = SessionRecorder(session)
-    root = Node(0, None, 0, library_problem.source, {"synthesizer": "reference"},
-                status="reference")
-    child = Node(1, 0, 1, "class ModelNew: ...\n", {"synthesizer": "offline"})
-    pruned = Node(2, 0, 1, "class ModelNew: ... # big\n",
+    child = Node(2, 0, 1, "class ModelNew: ... # strict\n", {"synthesizer": "offline"})
+    pruned = Node(3, 0, 1, "class ModelNew: ... # big\n",
                   {"synthesizer": "offline", "transformation": "stages_up", "pruned": REASON},
                   status=PRUNED)
-    for node in (root, child, pruned):
+    for node in (child, pruned):
         recorder({"type": "node_created", "payload": node.to_dict()})
     child.result, child.status = _result(), "correct"
     recorder({"type": "node_evaluated", "payload": {**child.to_dict(), "advantages": {}}})
 
-    row = Candidate.objects.get(session=session, node_id="1")
+    row = Candidate.objects.get(session=session, node_id="2")
     assert client.login(username="alpha-viewer", password="pw-viewer")
     panel = client.get(reverse("optimization:candidate_diagnostics", args=[row.pk])).json()
     assert panel["baseline_precision"] == STRICT
     page = client.get(reverse("optimization:candidate_detail", args=[row.pk])).content.decode()
     assert f'<span class="baseline-precision">{STRICT}</span>' in page
+    older = Candidate.objects.get(session=session, node_id="1")  # stored without it
+    assert client.get(reverse("optimization:candidate_diagnostics",
+                              args=[older.pk])).json()["baseline_precision"] is None
 
-    stored = Candidate.objects.get(session=session, node_id="2")
+    stored = Candidate.objects.get(session=session, node_id="3")
     assert stored.status == "pruned" and stored.message == REASON
     session.refresh_from_db()
-    assert session.evaluated_count == 1  # the pruned child cost nothing
+    assert session.evaluated_count == 2  # the two evaluated children; the pruned one is free
