@@ -5,6 +5,9 @@
                            [--out benchmarks/results/h200-DATE.json]
   python -m benchmarks merge A.json B.json ... --out ALL.json
   python -m benchmarks report FILE [--plot FILE.png]
+  python -m benchmarks baselines --out FILE.json [--policy strict] [--files F.py ...]
+      eager and torch.compile with PyTorch's defaults (the evaluator's old baselines) and at
+      the policy's precision (the new ones), side by side with their errors
 
 Each family fits one 10-minute GPU call (`--time-limit`, default 500 s, is shared among its
 problems); rows of several runs merge into one file by problem name. Only torch, triton
@@ -172,6 +175,11 @@ def cmd_report(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.results import ResultsError
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["baselines"]:
+        from benchmarks.baseline_precision import main as baselines_main
+
+        return baselines_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

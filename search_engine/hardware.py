@@ -22,6 +22,8 @@ class HardwareTarget:
     shared_memory_per_block_bytes: int
     source: str  # "measured" or "datasheet" or "interpreter"
     notes: str = ""
+    # what one thread may hold (NVIDIA: 255 registers; AMD CDNA 3: 512 VGPRs); 0: no limit
+    max_registers_per_thread: int = 255
 
     @property
     def is_interpreter(self) -> bool:
@@ -58,14 +60,14 @@ TARGETS: dict[str, HardwareTarget] = {
         name="mi300x", vendor="amd", architecture="gfx942 (CDNA 3)",
         memory_bandwidth_gbs=5300.0, fp32_tflops=163.4, bf16_tflops=1307.4,
         multiprocessors=304, l2_bytes=256 * MB, shared_memory_per_block_bytes=64 * 1024,
-        source="datasheet",
+        source="datasheet", max_registers_per_thread=512,
         notes="AMD Instinct MI300X datasheet (dense bf16; L2 figure is the 256 MB Infinity Cache).",
     ),
     "interpreter": HardwareTarget(
         name="interpreter", vendor="generic", architecture="Triton interpreter (CPU)",
         memory_bandwidth_gbs=0.0, fp32_tflops=0.0, bf16_tflops=0.0,
         multiprocessors=0, l2_bytes=0, shared_memory_per_block_bytes=0,
-        source="interpreter",
+        source="interpreter", max_registers_per_thread=0,
         notes="CPU-only host: kernels run in TRITON_INTERPRET=1; timings are never "
         "compared with GPU numbers.",
     ),
@@ -75,6 +77,45 @@ TARGETS: dict[str, HardwareTarget] = {
 class DeviceUnavailable(ValueError):
     """This host has no device for the target: an infrastructure condition (the evaluation
     never ran), never a verdict on the kernel."""
+
+
+# -- compute ceilings per precision policy -------------------------------------------------
+# The roofline's compute floor must use the fastest arithmetic a policy ACCEPTS for
+# matmul-like work (the FLOPs counted are GEMMs, convolutions and attention), or a correct
+# kernel that uses tensor cores is called impossible. Derived from each target's dense
+# bf16 tensor-core rate (measured on the H200: 790 TFLOP/s, 2026-11-29):
+#   tf32   = bf16 / 2  (Hopper/Ampere tensor cores run tf32 at half the bf16 rate; H200
+#                       datasheet 495 vs 989 TFLOP/s dense)
+#   tf32x3 = tf32 / 3  (strict fp32 on tensor cores: three tf32 products hi*hi + hi*lo + lo*hi)
+#   bf16x3 = bf16 / 3  (three bf16 products, the same split in bf16)
+#   fp32   = the SIMT FMA rate (datasheet)
+# On the H200: fp32 67, tf32x3 132, bf16x3 263, tf32 395, bf16 790 TFLOP/s.
+ARITHMETIC_SOURCE = ("derived from the measured dense bf16 matmul rate: tf32 = bf16/2, "
+                     "tf32x3 = tf32/3, bf16x3 = bf16/3; fp32 SIMT from the datasheet")
+POLICY_ARITHMETIC: dict[str, tuple[str, ...]] = {
+    "fp32": ("fp32", "tf32x3", "bf16x3"),  # strict: anything that meets fp32 accuracy
+    "tf32": ("tf32",),
+    "fp16": ("bf16",),  # fp16 and bf16 tensor cores share a rate
+    "bf16": ("bf16",),
+}
+
+
+def arithmetic_tflops(target: HardwareTarget, arithmetic: str) -> float:
+    """Dense TFLOP/s of one kind of arithmetic on `target` (see ARITHMETIC_SOURCE)."""
+    rates = {"fp32": target.fp32_tflops, "bf16": target.bf16_tflops,
+             "tf32": target.bf16_tflops / 2, "tf32x3": target.bf16_tflops / 6,
+             "bf16x3": target.bf16_tflops / 3}
+    try:
+        return rates[arithmetic]
+    except KeyError:
+        raise ValueError(f"unknown arithmetic {arithmetic!r}; known: {', '.join(rates)}")
+
+
+def compute_ceiling(target: HardwareTarget, precision_class: str) -> tuple[float, str]:
+    """(TFLOP/s, arithmetic) of the fastest arithmetic `precision_class` accepts."""
+    kinds = POLICY_ARITHMETIC.get(precision_class, ("fp32",))
+    best = max(kinds, key=lambda kind: arithmetic_tflops(target, kind))
+    return arithmetic_tflops(target, best), best
 
 
 def get_target(name: str) -> HardwareTarget:

@@ -21,7 +21,10 @@ LIVE_MESSAGE_CHARS = 300  # what a live event carries of a node's message
 def candidate_created_fields(record: CandidateRecord, parent_pk: int | None) -> dict[str, Any]:
     """The columns of a new (pending) node: where it sits, its code, who wrote it."""
     usage = record.usage
+    pruned = {"message": str(record.origin["pruned"])[:2000]} \
+        if record.origin.get("pruned") else {}  # why it could not run on the target
     return {
+        **pruned,
         "parent_id": parent_pk, "depth": record.depth, "source": record.source,
         "origin": record.origin, "status": record.status,
         "retrieved_context": record.origin.get("context") or [],

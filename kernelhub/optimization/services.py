@@ -129,7 +129,7 @@ def _require_launch_permission(session: SearchSession, user: AbstractBaseUser) -
 
 # --- what a running search records (the runner's recorder calls these) -----------------------
 
-NOT_EVALUATED_STATUSES = ("pending", "cancelled")  # a cancelled node was never evaluated
+NOT_EVALUATED_STATUSES = ("pending", "cancelled", "pruned")  # never evaluated
 
 
 def candidate_record_created(*, session: SearchSession, node: dict, parent_pk: int | None) -> int:

@@ -349,6 +349,8 @@ def candidate_diagnostics(request, pk: int):
         "roofline": diagnostics.get("roofline") or {},
         "kernels": diagnostics.get("kernels") or [],
         "candidate_ms": (timing.get("candidate") or {}).get("median_ms"),
+        # what eager / torch.compile ran in; None on results stored before it was recorded
+        "baseline_precision": (timing.get("eager") or {}).get("precision") or None,
         "transformation": (candidate.origin or {}).get("transformation", ""),
         "integrity_flags": candidate.integrity_flags or [],
     })

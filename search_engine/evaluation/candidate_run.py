@@ -60,6 +60,8 @@ class CandidateRun(TimedChecks, Judgement):
     def result(self, status: str, message: str, **fields: Any) -> EvaluationResult:
         fields.setdefault("integrity_flags", self.flags)
         fields.setdefault("isolation", {"sandbox": "not started (decided before running)"})
+        eager = fields.get("timing", {}).get("eager")
+        fields.setdefault("baseline_precision", getattr(eager, "precision", "") or "")
         return EvaluationResult(status=status, message=message, precision_policy=self.policy,
                                 target=self.hw.name, **fields)
 

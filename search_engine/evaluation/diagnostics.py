@@ -11,7 +11,7 @@ import csv
 import io
 import shutil
 
-from search_engine.hardware import HardwareTarget
+from search_engine.hardware import HardwareTarget, compute_ceiling
 
 # Hopper/Ampere-class SM limits used by the occupancy estimate.
 SM_REGISTERS = 65536
@@ -50,12 +50,9 @@ def occupancy_estimate(n_regs: int | None, num_warps: int | None, shared_bytes: 
 
 
 def peak_tflops(target: HardwareTarget, precision_class: str) -> float:
-    """The arithmetic ceiling that applies: tf32 tensor cores run at half the bf16 rate."""
-    if precision_class == "fp32":
-        return target.fp32_tflops
-    if precision_class == "tf32":
-        return target.bf16_tflops / 2
-    return target.bf16_tflops
+    """The arithmetic ceiling that applies: the fastest arithmetic the precision class
+    accepts (strict fp32 may run on tensor cores as 3xTF32 / bf16x3; `hardware.py`)."""
+    return compute_ceiling(target, precision_class)[0]
 
 
 def roofline(target: HardwareTarget, bytes_moved: int, flops: int, precision_class: str,
@@ -72,6 +69,7 @@ def roofline(target: HardwareTarget, bytes_moved: int, flops: int, precision_cla
         "available": True, "min_bytes": bytes_moved, "flops": flops,
         "arithmetic_intensity": round(intensity, 3), "ridge_point": round(ridge, 2),
         "peak_bandwidth_gbs": target.memory_bandwidth_gbs, "peak_tflops": peak,
+        "peak_arithmetic": compute_ceiling(target, precision_class)[1],
         "floor_ms": max(memory_floor_ms, compute_floor_ms),
         "memory_floor_ms": memory_floor_ms, "compute_floor_ms": compute_floor_ms,
     }

@@ -80,7 +80,7 @@ def evaluate(
     result = run.static_stage()
     if result is None:
         t0 = time.monotonic()
-        reference = _reference(problem, config, hw, reference_cache)
+        reference = _reference(problem, config, hw, reference_cache, precision_policy)
         reference_s = time.monotonic() - t0
         if reference.defects:
             result = run.result("problem_defect",
@@ -123,14 +123,16 @@ def _require_device(hw: HardwareTarget) -> None:
 
 
 def _reference(problem: Problem, config: EvaluationConfig, hw: HardwareTarget,
-               cache: ReferenceCache | None) -> ReferenceData:
+               cache: ReferenceCache | None, policy: str = "strict") -> ReferenceData:
     device = "cpu" if hw.is_interpreter else "cuda"
     schedule = config.trial_schedule()
     try:
         l2 = hw.l2_bytes or 64 << 20
         if cache is not None:
-            return cache.get(problem, schedule, config.seed, device, config, l2_bytes=l2)
-        return compute_reference(problem, schedule, config.seed, device, config, l2_bytes=l2)
+            return cache.get(problem, schedule, config.seed, device, config, l2_bytes=l2,
+                             policy=policy)
+        return compute_reference(problem, schedule, config.seed, device, config, l2_bytes=l2,
+                                 policy=policy)
     except ProblemError:
         raise
     except Exception as exc:

@@ -58,8 +58,9 @@ class ReferenceData:
 
 def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]],
                       init_seed: int, device: str, config=None, *,
-                      l2_bytes: int = 64 << 20) -> ReferenceData:
-    """Run the problem in its sandbox; raise ProblemError when the problem itself fails."""
+                      l2_bytes: int = 64 << 20, policy: str = "strict") -> ReferenceData:
+    """Run the problem in its sandbox; raise ProblemError when the problem itself fails.
+    Baselines are timed at `policy`'s precision (`baseline_precision`)."""
     import time
 
     from search_engine.evaluation.config import EvaluationConfig
@@ -77,7 +78,7 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
         if device == "cpu" else {}
     if config.resident_on(device):
         return _compute_resident(problem, schedule, init_seed, device, config, l2_bytes,
-                                 plan, env, workdir, started)
+                                 plan, env, workdir, started, policy)
     session = SandboxSession("search_engine.evaluation.reference_child", ["--device", device],
                              workdir, timeout_s=config.reference_timeout_s, limits=config.limits,
                              env_extra=env, gpu=device == "cuda", log_chars=config.log_chars)
@@ -85,7 +86,7 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
     from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_activity
 
     cache = BaselineCache(config.baseline_cache_dir)
-    cache_key = cache.key(problem, schedule, init_seed, device, config, l2_bytes)
+    cache_key = cache.key(problem, schedule, init_seed, device, config, l2_bytes, policy)
     try:
         session.start()
         with gpu_activity(None if device == "cpu" else cuda_device_key()):
@@ -98,7 +99,8 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
         if config.time_baselines:
             baselines = cache.get(cache_key)
             if baselines is None:
-                baselines = _baselines(session, config, device, len(schedule), l2_bytes)
+                baselines = _baselines(session, config, device, len(schedule), l2_bytes,
+                                       policy, problem.dtype)
                 cache.put(cache_key, baselines)
         session.request("exit")
     except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
@@ -123,7 +125,8 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
 
 
 def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, config,
-                      l2_bytes: int, plan: list, env: dict, workdir, started: float) -> ReferenceData:
+                      l2_bytes: int, plan: list, env: dict, workdir, started: float,
+                      policy: str = "strict") -> ReferenceData:
     """The problem's sandbox set up and kept alive: trials are drawn, shared and judged
     there, per candidate (see `ResidentReference`)."""
     import time
@@ -151,10 +154,11 @@ def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, c
         sets = n_trials if meta["input_bytes"] * n_trials <= config.resident_timing_bytes else 1
         baselines = {}
         if config.time_baselines:
-            key = cache.key(problem, schedule, init_seed, device, config, l2_bytes)
+            key = cache.key(problem, schedule, init_seed, device, config, l2_bytes, policy)
             baselines = cache.get(key)
             if baselines is None:
-                baselines = _baselines(session, config, device, sets, l2_bytes)
+                baselines = _baselines(session, config, device, sets, l2_bytes, policy,
+                                       problem.dtype)
                 cache.put(key, baselines)
     except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
         outcome = session.close()
@@ -260,11 +264,13 @@ def _trial(session, index: int) -> tuple[list, list]:
     return inputs, tensors[len(tensors) - n_out:]
 
 
-def _baselines(session, config, device: str, n_sets: int, l2_bytes: int) -> dict:
+def _baselines(session, config, device: str, n_sets: int, l2_bytes: int,
+               policy: str = "strict", problem_dtype: str = "float32") -> dict:
     from search_engine.evaluation.gpu_lock import cuda_device_key, quiet_gpu
 
     header = {"timing": config.timing_spec(l2_bytes), "sets": n_sets,
-              "compile": config.time_compile_baseline}
+              "compile": config.time_compile_baseline, "policy": policy,
+              "problem_dtype": problem_dtype}
     if device == "cpu":
         return _ask(session, "baselines", header)[0]["timing"]
     with quiet_gpu(cuda_device_key(), config.quiet_wait_s):
@@ -272,9 +278,11 @@ def _baselines(session, config, device: str, n_sets: int, l2_bytes: int) -> dict
 
 
 class BaselineCache:
-    """Eager and torch.compile timings, once per problem, target, timing method and library
-    versions, kept on disk across runs and sessions (JSON files, one per key). Interpreter
-    timings are not worth keeping and are never cached."""
+    """Eager and torch.compile timings, once per problem, target, timing method, precision
+    policy and library versions, kept on disk across runs and sessions (JSON files, one per
+    key). The key carries `BASELINE_VERSION`: baselines measured before they followed the
+    policy (PyTorch's TF32 defaults) are never reused. Interpreter timings are not worth
+    keeping and are never cached."""
 
     def __init__(self, directory: str | None = None):
         import os
@@ -285,9 +293,11 @@ class BaselineCache:
         self.directory = Path(root) / "baselines"
 
     def key(self, problem: Problem, schedule, init_seed: int, device: str, config,
-            l2_bytes: int) -> str | None:
+            l2_bytes: int, policy: str = "strict") -> str | None:
         import hashlib
         import json
+
+        from search_engine.evaluation.baseline_precision import BASELINE_VERSION
 
         if device == "cpu":
             return None
@@ -299,7 +309,8 @@ class BaselineCache:
                  "visible": __import__("os").environ.get("CUDA_VISIBLE_DEVICES", ""),
                  "torch": torch.__version__, "triton": triton.__version__,
                  "timing": config.timing_spec(l2_bytes),
-                 "compile": config.time_compile_baseline}
+                 "compile": config.time_compile_baseline,
+                 "precision": policy, "version": BASELINE_VERSION}
         return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
     def get(self, key: str | None) -> dict | None:
@@ -346,9 +357,9 @@ class ReferenceCache:
         self.max_entries = max_entries
 
     def get(self, problem: Problem, schedule, init_seed: int, device: str,
-            config=None, *, l2_bytes: int = 64 << 20) -> ReferenceData:
+            config=None, *, l2_bytes: int = 64 << 20, policy: str = "strict") -> ReferenceData:
         key = (problem.source_hash, tuple(map(tuple, schedule)), init_seed, device,
-               bool(config.time_baselines) if config is not None else True)
+               bool(config.time_baselines) if config is not None else True, policy)
         with self._lock:
             if key in self._entries:
                 return self._entries[key]
@@ -358,7 +369,7 @@ class ReferenceCache:
                 if key in self._entries:
                     return self._entries[key]
             data = compute_reference(problem, schedule, init_seed, device, config,
-                                     l2_bytes=l2_bytes)
+                                     l2_bytes=l2_bytes, policy=policy)
             with self._lock:
                 if len(self._entries) >= self.max_entries:
                     evicted = self._entries.pop(next(iter(self._entries)))

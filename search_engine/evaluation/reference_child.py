@@ -262,6 +262,7 @@ class ReferenceServer(ResidentTrials):
         return {"ok": True, "inputs": slots, "n_outputs": len(out)}, tensors + list(out)
 
     def on_baselines(self, header: dict) -> tuple[dict, list]:
+        from search_engine.evaluation.baseline_precision import time_baselines
         from search_engine.evaluation.timing import time_gpu, time_interpreter
 
         torch = self.torch
@@ -284,19 +285,15 @@ class ReferenceServer(ResidentTrials):
                             max_reps=t["max_reps"], l2_flush_factor=t["l2_flush_factor"],
                             keep_outputs=False).stats()
 
-        timing = {"eager": measure(self.model)}
-        if gpu and header.get("compile", True):
-            try:
-                compiled = torch.compile(self.model)
-                with torch.no_grad():
-                    compiled(*sets[0])
-                timing["compile"] = measure(compiled)
-            except Exception as exc:  # a baseline failure must not sink the candidate
-                timing["compile"] = {"median_ms": None, "iqr_ms": None, "samples": 0,
-                                     "method": f"failed: {type(exc).__name__}: {exc}"[:300]}
-        elif not gpu:
-            timing["compile"] = {"median_ms": None, "iqr_ms": None, "samples": 0,
-                                 "method": "interpreter: torch.compile not timed"}
+        if self.resident:
+            reference64 = lambda: self._reference64(sets[0])  # noqa: E731
+        else:
+            reference64 = lambda: self.trials[0][1]  # noqa: E731
+        timing = time_baselines(self.model, sets, measure, reference64,
+                                policy=header.get("policy", "strict"), device=self.device,
+                                compile_too=header.get("compile", True),
+                                expected_dtypes=self.output_meta[0],
+                                problem_dtype=header.get("problem_dtype", "float32"))
         sets.clear()  # the trials drawn for timing go before the reply
         self._free()
         return {"ok": True, "timing": timing}, []

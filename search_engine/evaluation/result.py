@@ -39,6 +39,11 @@ class TimingStats:
     iqr_ms: float | None = None
     samples: int = 0
     method: str = ""  # "cuda_events+l2_flush", "interpreter", ...
+    # baselines only: the math they ran in (`baseline_precision`), the torch switches in
+    # effect while timed, and their own error against the float64 reference
+    precision: str = ""
+    backend: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
 
 
 @dataclass
@@ -70,6 +75,9 @@ class EvaluationResult:
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     speedup_label: str = ""  # e.g. "depends on tf32 policy", "interpreter: not comparable"
+    # what eager / torch.compile were timed in ("" on results stored before baselines
+    # followed the policy: PyTorch's defaults, `baseline_precision.LEGACY_PRECISION`)
+    baseline_precision: str = ""
     coverage: float | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     integrity_flags: list[IntegrityFlag] = field(default_factory=list)

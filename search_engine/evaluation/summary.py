@@ -20,6 +20,17 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value:.4f} ms"
 
 
+def _baseline_note(t) -> str:
+    """A baseline's precision and its own error against the float64 reference."""
+    if not t.precision:
+        return ""
+    error = t.error or {}
+    norm = error.get("rel_norm_error")
+    within = {True: ", within", False: ", outside"}.get(error.get("within_tolerance"), "")
+    return (f"  [{t.precision}" + (f"; rel-norm error {norm:.3g}{within} the candidate's "
+                                     "tolerance" if norm is not None else "") + "]")
+
+
 def format_summary(r: EvaluationResult) -> str:
     header = (f"{VERDICTS.get(r.status, r.status)}  [status={r.status}, target={r.target}, "
               f"precision={r.precision_policy}]")
@@ -41,7 +52,7 @@ def format_summary(r: EvaluationResult) -> str:
         lines.append("  timing (median, IQR, samples, method):")
         for name, t in r.timing.items():
             lines.append(f"    {name:9s} {_ms(t.median_ms)}  iqr {_ms(t.iqr_ms)}  n={t.samples}  "
-                         f"{t.method}")
+                         f"{t.method}" + _baseline_note(t))
     if r.speedup_vs_eager is not None or r.speedup_vs_compile is not None:
         lines.append(f"  speedup: {r.speedup_vs_eager or '-'}x vs eager, "
                      f"{r.speedup_vs_compile or '-'}x vs torch.compile")

@@ -104,6 +104,9 @@ def print_summary(summary: dict[str, Any]) -> None:
     print(f"best: node {best['node_id']} ({best['status']}), speedup vs eager "
           f"{best['speedup_vs_eager']}, vs torch.compile {best['speedup_vs_compile']} "
           f"{best['speedup_label']}")
+    precision = (summary.get("baselines") or {}).get("precision")
+    if precision:
+        print(f"baselines timed in {precision}")
 
 
 def print_suite_rows(rows: list[dict[str, Any]], stream) -> None:

@@ -108,7 +108,10 @@ class EvaluationSteps:
             return
         root.baselines = {"eager_ms": eager.median_ms,
                           "compile_ms": compiled.median_ms if compiled else None,
-                          "method": eager.method, "target": result.target}
+                          "method": eager.method, "target": result.target,
+                          "precision": eager.precision,
+                          "errors": {"eager": eager.error,
+                                     "compile": compiled.error if compiled else None}}
         self.events.emit("node_evaluated", {**root.to_dict(), "advantages": {}})
 
     def _track_best(self, node: Node) -> None:

@@ -59,7 +59,7 @@ from search_engine.search.outage_steps import OutageSteps
 from search_engine.search.policies import make_policy
 from search_engine.search.skill_priors import SkillGuide
 from search_engine.search.synthesis_steps import SynthesisSteps, _Pending, context_query
-from search_engine.search.tree import CANCELLED, PENDING, REFERENCE, Node, SearchTree
+from search_engine.search.tree import CANCELLED, PENDING, PRUNED, REFERENCE, Node, SearchTree
 from search_engine.synthesis.base import NotCoveredError
 
 # Also the names callers import from here (config.py's, context_query).
@@ -100,7 +100,7 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
         self._done: dict[int, EvaluationResult] = {}
         self._batches: list[list[int]] = []
         self._applied: set[int] = {n.id for n in self.tree.nodes.values()
-                                   if n.evaluated or n.status in (REFERENCE, CANCELLED)}
+                                   if n.evaluated or n.status in (REFERENCE, CANCELLED, PRUNED)}
         self._best_id = self.tree.best().id if self.tree.best() else None
         self._best_reward_for_plateau = float("-inf")
         self._since_improvement = 0

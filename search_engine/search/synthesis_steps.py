@@ -13,7 +13,7 @@ from search_engine.protocols import ContextPassage
 from search_engine.search import categories as cats
 from search_engine.search.memory import memory_view
 from search_engine.search.policies import Expansion
-from search_engine.search.tree import Node
+from search_engine.search.tree import PENDING, PRUNED, Node
 from search_engine.synthesis.base import NodeView, NotCoveredError, Proposal, SynthesisRequest
 
 
@@ -119,6 +119,9 @@ class SynthesisSteps:
         self._failures = 0
         if self._outage is not None:
             self._outage_over()
+        for proposal in [p for p in proposals if p.pruned]:  # shown, never evaluated
+            self._node_from(proposal, pending)
+        proposals = [p for p in proposals if not p.pruned]
         nodes = []
         for proposal in proposals[:pending.count]:
             nodes.append(self._node_from(proposal, pending))
@@ -151,7 +154,8 @@ class SynthesisSteps:
         origin.update(self.skills.origin_tags(proposal.source, pending.passages))
         self._add_usage(proposal.usage)
         node = self.tree.add(Node(self.tree.new_id(), parent.id, parent.depth + 1,
-                                  proposal.source, origin))
+                                  proposal.source, origin,
+                                  status=PRUNED if proposal.pruned else PENDING))
         self.events.emit("node_created", node.to_dict())
         return node
 

@@ -21,7 +21,7 @@ Node dict (what `Node.to_dict()` returns, what events carry and what the web app
         "context_query": "...",
         "notes": "...",
       },
-      "status": "pending",          # pending | reference | cancelled | an EvaluationResult status
+      "status": "pending",          # pending | reference | cancelled | pruned | a result status
       "reward": 1.2, "return": 1.5, "advantage": 0.3,   # None until evaluated
       "speedup_vs_eager": 1.4, "speedup_vs_compile": 0.9, "coverage": 1.0,
       "diagnostics_summary": {"bottleneck": "memory-bound", "reason": "...", "message": "...",
@@ -43,6 +43,9 @@ from search_engine.evaluation.result import EvaluationResult, is_tainted
 from search_engine.synthesis.base import NodeView
 
 PENDING, REFERENCE, CANCELLED = "pending", "reference", "cancelled"
+# A child whose configuration cannot run on the target (origin["pruned"] says why): shown in
+# the tree, never evaluated, not counted against the budget.
+PRUNED = "pruned"
 
 
 @dataclass

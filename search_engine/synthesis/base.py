@@ -122,6 +122,9 @@ class Proposal:
     # The move that made it from its parent (offline): name, changed params, the parent's
     # diagnosis and why; the search adds "effect" (time and diagnosis before/after).
     move: dict[str, Any] = field(default_factory=dict)
+    # Set when the configuration cannot run on the target ("pruned.shared_memory: ..."): the
+    # node is recorded with status `pruned` and this reason, and never evaluated (no budget).
+    pruned: str = ""
 
     def origin(self, synthesizer: str) -> dict[str, Any]:
         data = asdict(self)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from search_engine.synthesis.base import NotCoveredError
-from search_engine.synthesis.offline import codegen, rows
+from search_engine.synthesis.offline import codegen, resources, rows
 from search_engine.synthesis.offline.analysis import (
     LEAVES, REDUCTIONS, Analysis, IRNode, check_rows,
 )
@@ -139,14 +139,25 @@ def epilogue_lines(an: Analysis, ids: list[int], mm_id: int, out_id: int) -> lis
 
 
 def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -> bool:
-    """Matmul tiles must fit the target's shared memory: Triton keeps (stages − 1) copies of
-    the A and B tiles (a 128x256x64 fp32 tile with 4 stages needs 288 KiB; an H200 has 227)."""
+    """Matmul tiles must fit the target's shared memory (`resources`: num_stages copies of
+    the A and B tiles plus epilogue scratch; 128x128x64 fp32 with 4 stages needs 256 KiB)."""
     if an.family != "matmul" or limit_bytes <= 0:
         return True
-    element = 4  # operands are loaded as stored; fp32 is the widest we template
-    copies = max(1, params["num_stages"] - 1)
-    tile = params["BLOCK_M"] * params["BLOCK_K"] + params["BLOCK_K"] * params["BLOCK_N"]
-    return copies * tile * element <= limit_bytes
+    return resources.dot_shared_memory_bytes(params, _operand_bytes(an)) <= limit_bytes
+
+
+def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
+    """Why this configuration cannot run on `target` (shared memory, registers), or ''."""
+    if an.family != "matmul":
+        return ""
+    return resources.dot_resource_problem(params, _operand_bytes(an),
+                                          target.shared_memory_per_block_bytes,
+                                          target.max_registers_per_thread)
+
+
+def _operand_bytes(an: Analysis) -> int:
+    """Operands are loaded into shared memory as stored."""
+    return max(an.nodes[r].dtype.itemsize for r in an.nodes[an.matmul].refs())
 
 
 def matmul_dims(an: Analysis) -> tuple[int, int, int]:

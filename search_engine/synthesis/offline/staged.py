@@ -37,7 +37,7 @@ from search_engine.synthesis.offline.staged_expr import (
 )
 from search_engine.synthesis.offline.staged_params import (
     SPACE, apply_move, clamp, default_params, fits_shared_memory, notes, ordered_moves,
-    random_params, valid,
+    random_params, resource_problem, valid,
 )
 from search_engine.synthesis.offline.staged_plan import (
     ANCHOR_OPS, COMPARE, EXTRA_UNARY, INDEX_OPS, POINTWISE_OPS, REDUCE_OPS, VIEW_OPS, Stage,
@@ -51,7 +51,7 @@ __all__ = [
     # the family's interface (synthesizer.FAMILY_MODULES, analysis.classify)
     "FAMILIES", "apply_move", "clamp", "classify", "default_params", "family_of",
     "fits_shared_memory", "needs_staging", "notes", "ordered_moves", "random_params", "render",
-    "valid", "SPACE",
+    "resource_problem", "valid", "SPACE",
     # what the family modules (conv, pooling, scans, matmul_variants, attention) write with
     "Context", "Expr", "Stage", "finish_dot_stage", "kernel_source", "launch", "p2",
     "store_epilogue", "unravel", "VIEW_OPS",

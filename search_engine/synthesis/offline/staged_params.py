@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from search_engine.synthesis.offline import resources
 from search_engine.synthesis.offline.analysis import Analysis
+
+STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
 
 
 SPACE: dict[str, list] = {
@@ -76,5 +79,11 @@ def notes(an: Analysis, params: dict[str, Any]) -> str:
 def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -> bool:
     if limit_bytes <= 0:
         return True
-    tile = params["BLOCK_M"] * params["BLOCK_K"] + params["BLOCK_K"] * params["BLOCK_N"]
-    return max(1, params["num_stages"] - 1) * tile * 4 <= limit_bytes
+    return resources.dot_shared_memory_bytes(params, STAGED_OPERAND_BYTES) <= limit_bytes
+
+
+def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
+    """Why this configuration cannot run on `target`'s shared memory, or ''. (Registers are
+    not judged here: each stage clamps the tiles to its own sizes.)"""
+    return resources.dot_resource_problem(params, STAGED_OPERAND_BYTES,
+                                          target.shared_memory_per_block_bytes)

@@ -89,10 +89,12 @@ class OfflineSynthesizer:
                                          request.second_parent.origin["params"], rng, n)
         else:
             candidates = self._moves(an, parent_params, diagnosis, policy, rng, request)
-        proposals, seen = [], set(request.known_sources)
-        limit = request.target.shared_memory_per_block_bytes
+        proposals, pruned, seen = [], [], set(request.known_sources)
         for transformation, params in candidates:
-            if not family_module(an).fits_shared_memory(an, params, limit):
+            # a configuration the target cannot hold is never evaluated: a random draw is
+            # drawn again, a move's child is shown pruned (`Proposal.pruned`) with the reason
+            problem = family_module(an).resource_problem(an, params, request.target)
+            if problem and (transformation.endswith(":random") or len(pruned) >= n):
                 continue
             source = family_module(an).render(request.problem_source, an, params)
             if source in seen:
@@ -100,12 +102,13 @@ class OfflineSynthesizer:
             seen.add(source)
             move = templates.move_record(transformation, parent_params or {}, params,
                                          request.parent.id, diagnosis)
-            proposals.append(Proposal(source=source, transformation=transformation,
-                                      params=params, notes=family_module(an).notes(an, params),
-                                      move=move))
+            proposal = Proposal(source=source, transformation=transformation, params=params,
+                                notes=family_module(an).notes(an, params), move=move,
+                                pruned=problem)
+            (pruned if problem else proposals).append(proposal)
             if len(proposals) >= n:
                 break
-        return proposals
+        return proposals + pruned
 
     def _fresh(self, an, target, policy, rng, n):
         default = family_module(an).default_params(an, target, policy)

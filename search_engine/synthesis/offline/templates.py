@@ -14,7 +14,7 @@ from typing import Any, Callable
 from search_engine.synthesis.offline import codegen, elementwise, matmul, rows
 from search_engine.synthesis.offline.analysis import Analysis
 from search_engine.synthesis.offline.matmul import (  # noqa: F401 (the family's public API)
-    fits_shared_memory, matmul_dims, prepare_matmul,
+    fits_shared_memory, matmul_dims, prepare_matmul, resource_problem,
 )
 
 SPACES: dict[str, dict[str, list]] = {

@@ -92,5 +92,9 @@ def test_matmul_tiles_that_overflow_shared_memory_are_not_proposed():
     assert templates.fits_shared_memory(an, {**big, "BLOCK_K": 32}, 227 * 1024)
     parent = node(syn.render(source, {**big, "BLOCK_K": 32}), {**big, "BLOCK_K": 32},
                   bottleneck="compute-bound")
-    for p in syn.propose(request(source, parent), 6, random.Random(0)):
-        assert templates.fits_shared_memory(an, p.params, 227 * 1024), p.params
+    proposals = syn.propose(request(source, parent), 6, random.Random(0))
+    for p in proposals:  # what overflows comes back marked pruned, never to be evaluated
+        fits = templates.fits_shared_memory(an, p.params, 227 * 1024)
+        assert fits == (not p.pruned), (p.params, p.pruned)
+        assert not p.pruned or p.pruned.startswith("pruned.shared_memory")
+    assert len([p for p in proposals if not p.pruned]) == 6

@@ -43,6 +43,9 @@ from search_engine.evaluation.integrity.static_checks.compute import (  # noqa: 
 from search_engine.evaluation.integrity.static_checks.context import (  # noqa: F401
     Facts, StaticContext,
 )
+from search_engine.evaluation.integrity.static_checks.descriptors import (  # noqa: F401
+    check_tensor_descriptors,
+)
 from search_engine.evaluation.integrity.static_checks.kernels import (  # noqa: F401
     check_defines_modelnew, check_kernel_bodies, check_uses_triton_kernel,
 )
@@ -71,6 +74,7 @@ STATIC_CHECKS: list[Callable[[StaticContext], list[IntegrityFlag]]] = [
     check_uses_triton_kernel,
     check_forbidden_imports,
     check_forbidden_calls,
+    check_tensor_descriptors,
     check_dynamic_access,
     check_forbidden_attributes,
     check_torch_compute,

@@ -8,6 +8,9 @@ import ast
 from search_engine.evaluation.integrity.static_checks.context import (
     StaticContext, _const_attr_name, _describe, _dotted, _dunder, _flag, _outermost_chain,
 )
+from search_engine.evaluation.integrity.static_checks.descriptors import (
+    descriptor_import_allowed,
+)
 from search_engine.evaluation.integrity.static_checks.policy import (
     DYNAMIC_ATTR_BUILTINS, FORBIDDEN_BUILTINS, FORBIDDEN_DUNDER_DEFS, HARMLESS_DUNDERS,
     INTROSPECTION_ATTRS, OVERRIDE_NAMES, PROCESS_ATTRS, _module_allowed,
@@ -46,6 +49,8 @@ def check_forbidden_imports(ctx: StaticContext) -> list[IntegrityFlag]:
                 flags.append(_flag("static.forbidden_import", node,
                                    f"relative import from {'.' * node.level}{module}: "
                                    + ALLOWED_IMPORTS_TEXT))
+                continue
+            if descriptor_import_allowed(module, [a.name for a in node.names]):
                 continue
             if not _module_allowed(module):
                 flags.append(_flag("static.forbidden_import", node, _import_reason(module)))

@@ -38,6 +38,8 @@ TORCH_CONTAINER_MODULES = {"Module", "ModuleList", "ModuleDict", "ParameterList"
 TRITON_ALLOWED = {
     "triton", "triton.jit", "triton.autotune", "triton.Config", "triton.heuristics",
     "triton.cdiv", "triton.next_power_of_2", "triton.language", "triton.__version__",
+    # tensor descriptors (TMA): see descriptors.py for what stays refused
+    "triton.tools.tensor_descriptor.TensorDescriptor.from_tensor", "triton.set_allocator",
 }
 # Tensor methods and attributes a candidate may use outside its kernels.
 TENSOR_ALLOWED = {
@@ -142,7 +144,9 @@ def kernel_attrs() -> frozenset[str]:
     import triton.language as tl
 
     names = {"dtype", "shape", "type", "element_ty", "numel", "value", "T"}
-    for cls in (tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr):
+    descriptor = getattr(tl, "tensor_descriptor", None)  # TMA tiles: .load / .store / ...
+    for cls in (tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr,
+                *([descriptor] if descriptor is not None else [])):
         names.update(n for n in dir(cls) if not n.startswith("_"))
     return frozenset(names)
 
