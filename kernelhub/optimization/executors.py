@@ -240,5 +240,9 @@ class SharedExecutorHandle:
     def submit(self, request: EvaluationRequest, key: str | None = None):
         return self._executor.submit(request)
 
+    def cancel(self, future) -> None:
+        """Kill one of this user's evaluations in flight (a session out of time)."""
+        self._executor.cancel(future)
+
     def shutdown(self) -> None:
         pass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import CancelledError
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -35,18 +36,27 @@ def evaluate_candidate_task(self, job_id: int) -> str:
     if claim != "run":
         return claim
     beating = threading.Event()
-    threading.Thread(target=_beat, args=(job_id, self.request.id, beating), daemon=True).start()
+    request = EvaluationJob.objects.get(pk=job_id).request
+    executor = local_executor()
+    future = executor.submit(EvaluationRequest(**request))
+    threading.Thread(target=_beat, args=(job_id, self.request.id, beating,
+                                         lambda: executor.cancel(future)), daemon=True).start()
     try:
-        result = _evaluate(EvaluationJob.objects.get(pk=job_id).request)
+        result = _evaluate(future, request)
     finally:
         beating.set()
     stored = ledger.with_db_retry(lambda: ledger.job_store(job_id, self.request.id, result))
     return "stored" if stored else "duplicate"
 
 
-def _evaluate(request: dict) -> dict:
+def _evaluate(future, request: dict) -> dict:
     try:
-        return local_executor().submit(EvaluationRequest(**request)).result().to_dict()
+        return future.result().to_dict()
+    except CancelledError:  # the job was cancelled before it started: nothing is stored
+        return EvaluationResult(
+            status="runtime_error", target=request["target"],
+            precision_policy=request.get("precision_policy", "strict"),
+            message="the evaluation was cancelled").to_dict()
     except SoftTimeLimitExceeded:
         return EvaluationResult(
             status="timeout", target=request["target"],
@@ -54,12 +64,16 @@ def _evaluate(request: dict) -> dict:
             message=f"the evaluation ran past {settings.KERNELHUB_EVAL_SOFT_LIMIT_S:g} s").to_dict()
 
 
-def _beat(job_id: int, task_id: str, stop: threading.Event) -> None:
+def _beat(job_id: int, task_id: str, stop: threading.Event, on_lost=None) -> None:
+    """Beat while the evaluation runs; a job cancelled meanwhile (its session out of time)
+    or handed to another delivery is no longer this run's: `on_lost` kills it."""
     from django.db import connection
 
     try:
         while not stop.wait(ledger.JOB_BEAT_S):
-            ledger.job_beat(job_id, task_id)
+            if not ledger.job_beat(job_id, task_id) and on_lost is not None:
+                on_lost()
+                return
     except Exception:  # the watcher will see a stale beat and send the job again
         logger.exception("heartbeat of evaluation job %s failed", job_id)
     finally:

@@ -15,6 +15,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from search_engine.evaluation.cancellation import CancelScope
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.reference import ReferenceCache
 from search_engine.evaluation.result import PROBLEM_DEFECT, EvaluationResult
@@ -35,6 +36,7 @@ class LocalExecutor:
         self.warm_sandboxes = warm_sandboxes
         self._sandbox_pools: dict = {}
         self._pools_lock = threading.Lock()
+        self._scopes: dict[Future, CancelScope] = {}  # evaluations in flight, to cancel
 
     def sandbox_pool(self, target: str, config: EvaluationConfig):
         """Warm single-use candidate sandboxes, one pool per target and sandbox settings."""
@@ -66,7 +68,30 @@ class LocalExecutor:
         return self.max_workers + 1 if interpreter else max(4, 2 * self.max_workers)
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
-        return self._pool.submit(self._run, request)
+        scope = CancelScope()
+        future = self._pool.submit(self._run_in, scope, request)
+        with self._pools_lock:
+            self._scopes[future] = scope
+        future.add_done_callback(self._forget_scope)
+        return future
+
+    def cancel(self, future: Future) -> None:
+        """Stop an evaluation: a queued one never starts; a running one has its sandboxes
+        killed, so its thread returns at once (its result is a failure nobody applies)."""
+        if future.cancel():
+            return
+        with self._pools_lock:
+            scope = self._scopes.get(future)
+        if scope is not None:
+            scope.cancel()
+
+    def _forget_scope(self, future: Future) -> None:
+        with self._pools_lock:
+            self._scopes.pop(future, None)
+
+    def _run_in(self, scope: CancelScope, request: EvaluationRequest) -> EvaluationResult:
+        with scope.entered():
+            return self._run(request)
 
     def _run(self, request: EvaluationRequest) -> EvaluationResult:
         from search_engine.evaluation.pipeline import evaluate

@@ -95,7 +95,9 @@ class SandboxSession:
 
     def start(self) -> dict:
         import search_engine.evaluation.wire as wire
+        from search_engine.evaluation.cancellation import track
 
+        track(self)  # the running evaluation's scope may kill it (a search out of time)
         parent_sock, child_sock = socket.socketpair()
         self.sock = parent_sock
         argv = [*(self.wrapper or []), sys.executable, "-m", self.module,
@@ -174,6 +176,13 @@ class SandboxSession:
         if peek:
             raise ProtocolViolation("the sandbox sent a message nobody asked for")
 
+    def kill(self) -> None:
+        """Stop the child now, from any thread (its evaluation was cancelled): a wait on it
+        fails at once, and a session not started yet never starts."""
+        self.budget_s = 0.0
+        if self.process is not None:
+            self.process.kill(0.0)
+
     def close_later(self) -> SandboxOutcome:
         """The outcome now (log and isolation as they are); the process is reaped in the
         background. For a child that already said goodbye: its exit (CUDA context
@@ -250,6 +259,9 @@ def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
     with open(log_path, "wb") as log:
         proc = spawn(argv, workdir, limits=limits, env=env, gpu=gpu, pass_fds=(), stdout=log,
                      extra_ro_paths=extra_ro_paths)
+    from search_engine.evaluation.cancellation import track
+
+    track(_Killable(proc))  # a cancelled evaluation (a search out of time) ends it at once
     timed_out = False
     try:
         proc.popen.wait(timeout=timeout_s)
@@ -263,6 +275,16 @@ def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
                           wall_s=time.monotonic() - started,
                           log=redact(_tail(log_path, log_chars)), isolation=proc.isolation,
                           memory_exceeded=memory)
+
+
+class _Killable:
+    """A command's sandboxed process as a cancel scope holds it (`cancellation`)."""
+
+    def __init__(self, proc):
+        self.proc = proc
+
+    def kill(self) -> None:
+        self.proc.kill(0.0)
 
 
 def _tail(path: Path, limit: int) -> str:

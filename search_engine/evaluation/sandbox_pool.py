@@ -7,6 +7,7 @@ import shutil
 import time
 from collections import deque
 
+from search_engine.evaluation.cancellation import track
 from search_engine.evaluation.config import SandboxLimits
 from search_engine.evaluation.sandbox import SandboxSession, make_workdir
 
@@ -64,7 +65,7 @@ class SandboxPool:
         with self._lock:
             self.taken += 1
         session.budget_s, session.used_s = timeout_s, 0.0
-        return session
+        return track(session)  # the taking evaluation's scope may kill it
 
     def _new_session(self) -> SandboxSession:
         return SandboxSession(self.module, self.args, make_workdir(),

@@ -24,9 +24,12 @@ Exit codes: 0 a verified kernel was found; 1 the search ended without one; 2 bad
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -172,6 +175,7 @@ def optimize_problem(problem, args, executor, synthesizer, stream) -> dict[str, 
     from search_engine.search.loop import SearchRunner
     from search_engine.synthesis.base import NotCoveredError
 
+    started = time.monotonic()  # --max-seconds counts the coverage check too
     target = get_target(args.target)
     args.target = target.name
     try:
@@ -182,13 +186,41 @@ def optimize_problem(problem, args, executor, synthesizer, stream) -> dict[str, 
                 "problem": problem.name, "target": target.name, "strategy": args.strategy,
                 "synthesizer": args.synthesizer, "seed": args.seed, "best": None, "nodes": []}
     bar = ProgressBar(args.budget, stream)
-    runner = SearchRunner(problem.source, target, synthesizer, executor, make_config(args),
+    config = replace(make_config(args), clock_started=started)
+    runner = SearchRunner(problem.source, target, synthesizer, executor, config,
                           on_event=bar, session=problem.name)
-    outcome = runner.run()
+    with _signals_cancel(runner):
+        outcome = runner.run()
     bar.close()
     summary = outcome_json(outcome, problem.name, args)
     summary["_nodes_full"] = outcome.nodes
     return summary
+
+
+@contextlib.contextmanager
+def _signals_cancel(runner):
+    """SIGINT and SIGTERM end the search like a cancel: evaluations in flight are killed
+    and the best so far is printed; a second signal acts as usual. Only the main thread
+    can take signals (a search run from another thread keeps the defaults)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def stop(signum, _frame):
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        print(f"\n{signal.Signals(signum).name}: stopping the search, keeping the best so far",
+              file=sys.stderr, flush=True)
+        runner.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def cmd_optimize(args) -> int:

@@ -81,6 +81,7 @@ def outcome_json(outcome, problem_name: str, args) -> dict[str, Any]:
               "cost_usd": float((n["origin"].get("usage") or {}).get("cost_usd") or 0.0)}
              for n in outcome.nodes]
     return {"evaluated": outcome.evaluated, "status": outcome.status, "reason": outcome.reason,
+            "stop_reason": getattr(outcome, "stop", ""),
             "problem": problem_name, "target": args.target, "strategy": args.strategy,
             "synthesizer": args.synthesizer, "seed": args.seed, "best": best_json,
             "nodes": nodes, "baselines": outcome.baselines, "elapsed_s": outcome.elapsed_s,

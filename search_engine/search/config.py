@@ -36,6 +36,8 @@ class SearchConfig:
     outage_retry_s: float = 30.0  # first retry after an outage; doubles up to the max
     outage_max_retry_s: float = 300.0
     spent_cost_usd: float = 0.0  # already spent before this run (a resumed session)
+    clock_started: float | None = None  # time.monotonic() the wall clock counts from
+    # (default: when run() starts; the CLI counts its coverage check too)
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -55,6 +57,21 @@ class SearchOutcome:
     elapsed_s: float
     baselines: dict[str, Any]
     usage: dict[str, Any] = field(default_factory=dict)  # tokens and requests, failed ones too
+    stop: str = ""  # why it ended, as a code: see `stop_code`
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# reason prefix -> the stop's code (outcome.stop, optimize --json's "stop_reason")
+_STOP_CODES = (("budget of", "budget"), ("time limit", "time_limit"),
+               ("cost limit", "cost_limit"), ("plateau", "plateau"),
+               ("exhausted", "exhausted"), ("synthesis failed", "synthesis_failed"))
+
+
+def stop_code(status: str, reason: str) -> str:
+    """A search's end as a short code: budget, time_limit, cost_limit, plateau, exhausted,
+    synthesis_failed, cancelled or failed."""
+    if status in (CANCELLED_STATUS, FAILED):
+        return status
+    return next((code for prefix, code in _STOP_CODES if reason.startswith(prefix)), "other")

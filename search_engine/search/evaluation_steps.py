@@ -131,11 +131,24 @@ class EvaluationSteps:
                 "speedup_vs_compile": best.result.speedup_vs_compile,
                 "previous_node_id": previous})
 
-    def _cancel_pending(self) -> None:
+    def _stop_evaluations(self, why: str) -> None:
+        """End every evaluation in flight now (a time limit, a cancel): results already in
+        are applied (the best so far counts them), the others are cancelled through the
+        executor, which kills their sandboxes, and their nodes say why."""
+        for node_id, future in list(self._futures.items()):
+            if future.done() and node_id not in self._done:
+                self._done[node_id] = self._result_of(future)
+        for node_id in sorted(self._done):
+            self._futures.pop(node_id, None)
+            self._apply(self.tree.nodes[node_id], self._done.pop(node_id))
+        cancel = getattr(self.executor, "cancel", None)
         for node_id, future in sorted(self._futures.items()):
-            future.cancel()
+            if cancel is not None:
+                cancel(future)
+            else:
+                future.cancel()
             node = self.tree.nodes[node_id]
             node.status = CANCELLED
+            node.origin["cancelled"] = why
             self.events.emit("node_evaluated", {**node.to_dict(), "advantages": {}})
         self._futures.clear()
-        self._done.clear()

@@ -52,6 +52,7 @@ from search_engine.protocols import ContextProvider, Executor, NullContextProvid
 from search_engine.search import credit
 from search_engine.search.config import (
     CANCELLED_STATUS, COMPLETED, FAILED, PAUSED, RUNNING, SearchConfig, SearchOutcome,
+    stop_code,
 )
 from search_engine.search.evaluation_steps import EvaluationSteps
 from search_engine.search.events import EventEmitter
@@ -154,7 +155,7 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> SearchOutcome:
-        self._started = time.monotonic()
+        self._started = self.config.clock_started or time.monotonic()
         self._set_status(RUNNING, "started")
         try:
             self._family = self._check_covered()
@@ -197,13 +198,19 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
         stop_reason = ""
         while True:
             if self._cancel.is_set():
-                self._cancel_pending()
+                self._stop_evaluations("cancelled")
                 return "cancelled"
             if not self._pause.is_set():
                 self._land_finished()
             now_reason = stop_reason or self._stop_reason()
-            if now_reason.startswith("time limit") and self._pending:
-                self._abandon_pending()  # out of time: do not wait for answers in flight
+            out_of_time = self._time_limit_reason()
+            if out_of_time and (self._pending or self._futures):  # wait for nothing more,
+                # even when another stop (the budget) was only waiting for these
+                stop_reason = now_reason = out_of_time
+                if self._pending:
+                    self._abandon_pending()
+                if self._futures:
+                    self._stop_evaluations(now_reason)
             if not self._pending:  # a request in flight may still add (or not add) nodes
                 stop_reason = now_reason
             if not now_reason and self._async and self._empty_streak >= 4 \
@@ -271,13 +278,19 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
         cfg = self.config
         if self.evaluated + len(self._futures) + self._pending_children() >= cfg.budget:
             return f"budget of {cfg.budget} evaluations reached"
-        if cfg.max_seconds is not None and time.monotonic() - self._started >= cfg.max_seconds:
-            return f"time limit of {cfg.max_seconds:g} s reached"
+        if self._time_limit_reason():
+            return self._time_limit_reason()
         if cfg.max_cost_usd is not None and self._cost >= cfg.max_cost_usd:
             return f"cost limit of ${cfg.max_cost_usd:g} reached"
         if cfg.plateau_window and self._since_improvement >= cfg.plateau_window:
             return (f"plateau: no improvement above {cfg.plateau_epsilon:g} in "
                     f"{cfg.plateau_window} evaluations")
+        return ""
+
+    def _time_limit_reason(self) -> str:
+        limit = self.config.max_seconds
+        if limit is not None and time.monotonic() - self._started >= limit:
+            return f"time limit of {limit:g} s reached"
         return ""
 
     def _rng(self, salt: str) -> random.Random:
@@ -317,10 +330,11 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
                                             "evaluated": self.evaluated, **extra})
 
     def _finish(self, status: str, reason: str) -> SearchOutcome:
-        self._set_status(status, reason)
+        stop = stop_code(status, reason)
+        self._set_status(status, reason, stop=stop)
         best = self.tree.best()
         return SearchOutcome(
-            status=status, reason=reason, evaluated=self.evaluated,
+            status=status, reason=reason, stop=stop, evaluated=self.evaluated,
             best=best.to_dict() if best else None, nodes=self.tree.to_dicts(),
             cost_usd=round(self._cost, 6), elapsed_s=round(time.monotonic() - self._started, 3),
             baselines=self.tree.root.baselines if self.tree.nodes else {},

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from search_engine.synthesis.base import Proposal, SynthesisRequest
+from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisRequest
 
 GENERIC_HARDWARE = "generic"
 # Children drawn from skills before the synthesizer's own moves take over.
@@ -190,7 +190,10 @@ class SkillGuide:
         out: list[Proposal] = []
         for prior in self.priors:
             for params in _skill_params(synthesizer, request, prior):
-                source = synthesizer.render(request.problem_source, params)
+                try:
+                    source = synthesizer.render(request.problem_source, params)
+                except NotCoveredError:  # a skill's parameters this problem cannot take
+                    continue
                 if source in seen:
                     continue
                 seen.add(source)

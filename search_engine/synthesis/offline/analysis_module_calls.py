@@ -77,6 +77,10 @@ class ModuleCalls:
             if sub.bias is not None:
                 out = self.binary("add", out, self.param(f"{path}.bias", sub.bias), shape)
             return out
+        if isinstance(sub, (nn.RNNCell, nn.GRUCell, nn.LSTMCell)):
+            from search_engine.synthesis.offline.lowering_cells import recurrent_cell
+
+            return recurrent_cell(self, fx_node, sub, x, path)
         return lowering.module(self, fx_node, sub, x, shape)
 
 

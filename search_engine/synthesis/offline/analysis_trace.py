@@ -31,15 +31,20 @@ def trace_module(module) -> Analysis:
             raise NotCoveredError(f"the problem does not define {name}")
     torch.manual_seed(0)
     model, inputs = _build_on_meta(module)
+    state = _tensor_attributes(model)
     try:
         with augmented_operators_traced():
             graph_module = torch.fx.symbolic_trace(model)
     except Exception as exc:  # data-dependent control flow and the like
         try:
-            graph_module = _sized_trace(model, inputs)
+            graph_module = _restored(model, state, _sized_trace(model, inputs))
+        except NotCoveredError:
+            raise
         except Exception:
             raise NotCoveredError(f"torch.fx could not trace the reference Model: {exc}") \
                 from exc
+    else:
+        graph_module = _restored(model, state, graph_module)
     try:
         with torch.no_grad():
             ShapeProp(graph_module).propagate(*inputs)
@@ -139,6 +144,48 @@ def _build_on_meta(module):
     if isinstance(model, torch.nn.Module):
         model.eval()  # as the evaluator runs the reference
     return model, inputs
+
+
+_MOVES = ("to", "cuda", "cpu", "contiguous", "detach", "float")
+
+
+def _tensor_attributes(model) -> dict:
+    """Plain tensor attributes (not parameters or buffers) of every submodule, by path:
+    KernelBench's RNNs keep their state there (``self.hidden = torch.randn(...)``)."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {(prefix, name): value for prefix, sub in model.named_modules()
+            for name, value in vars(sub).items() if isinstance(value, torch.Tensor)}
+
+
+def _restored(model, state: dict, graph_module):
+    """The traced graph with the tensors a forward reassigned during tracing put back. A
+    forward that only moves its tensor (``self.hidden = self.hidden.to(x.device)``) reads
+    the stored one; one that stores a computed value keeps state between calls, which a
+    kernel cannot reproduce from the inputs alone: refused, by name."""
+    import torch.fx
+
+    for (prefix, name), tensor in state.items():
+        owner = model.get_submodule(prefix)
+        now = vars(owner).get(name)
+        if not isinstance(now, torch.fx.Proxy):
+            continue
+        node = now.node
+        moved = node.op == "call_method" and node.target in _MOVES and node.args and \
+            getattr(node.args[0], "op", "") == "get_attr"
+        path = f"{prefix}.{name}" if prefix else name
+        if not moved:
+            raise NotCoveredError("the forward stores a computed tensor in the model "
+                                  f"(self.{path}): state kept between calls",
+                                  [f"state self.{path}"])
+        setattr(owner, name, tensor)
+        try:  # the graph module copied the attribute while it was the Proxy
+            held = graph_module.get_submodule(prefix)
+        except AttributeError:
+            continue
+        if isinstance(vars(held).get(name), torch.fx.Proxy):
+            setattr(held, name, tensor)
+    return graph_module
 
 
 def _real_bytes(model, inputs) -> int:

@@ -9,6 +9,7 @@ and cast to the output dtype on store.
 from __future__ import annotations
 
 import ast
+import keyword
 import math
 import textwrap
 
@@ -214,7 +215,20 @@ def leaf_expr(node: IRNode, args: list[str]) -> str:
     """How forward() names an input or parameter."""
     if node.op == "input":
         return args[node.attrs["index"]]
-    return "self." + node.attrs["path"]
+    return attribute_expr(node.attrs["path"])
+
+
+def attribute_expr(path: str, root: str = "self") -> str:
+    """`root` followed by a dotted parameter or module path, valid Python for every part: a
+    container's numeric or keyword child (`nn.Sequential`'s "0", a ModuleDict's "lambda")
+    is reached with getattr, which nn.Module resolves for any registered name."""
+    expr = root
+    for part in path.split("."):
+        if part.isidentifier() and not keyword.iskeyword(part):
+            expr += f".{part}"
+        else:
+            expr = f"getattr({expr}, {part!r})"
+    return expr
 
 
 class Kernel:

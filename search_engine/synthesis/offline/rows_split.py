@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from search_engine.synthesis.offline.codegen import NEG_INF, POS_INF, Kernel
+from search_engine.synthesis.offline.codegen import NEG_INF, POS_INF, Kernel, operand, pointwise
 from search_engine.synthesis.offline.rows_accumulators import lane_moments_merge
 
 
@@ -66,6 +66,8 @@ class SplitRows:
                                          "for start in range(seg_lo, seg_hi, BLOCK_R):",
                                          "seg_hi", lanes=True)
                 self._store_partials(b, groups[g], paired, slots)
+            elif self.level[self.out_id] == "row":
+                self._store_row_value(b, names)
             else:
                 b.append("for start in range(seg_lo, seg_hi, BLOCK_R):")
                 inner = ["cols = start + tl.arange(0, BLOCK_R)[None, :]",
@@ -74,6 +76,19 @@ class SplitRows:
                 b.extend("    " + line for line in inner)
             kernels.append(k)
         return kernels
+
+    def _store_row_value(self, b, names) -> None:
+        """A reduced output (a full reduction such as MSELoss's mean): the combined partials
+        give the row's value in every program of the row; the first one stores it."""
+        out = self.out_id
+        if out not in names:
+            self._emit_row_deps(b, [out], names)
+            node = self.nodes[out]
+            b.append(f"r{out} = " + pointwise(node, [operand(a, names) for a in node.operands]))
+            names[out] = f"r{out}"
+        b.append("if part == 0:")
+        b.append(f"    tl.store(out_ptr + rows, {names[out]}.to(out_ptr.dtype.element_ty), "
+                 f"mask=row_mask)")
 
     def _store_partials(self, b, group, paired, slots) -> None:
         def put(i, field_name, value):

@@ -77,7 +77,7 @@ class Context:
                 return f"{self.args[node.attrs['index']]}.device"
         for node in self.an.topo():
             if node.op == "param":
-                return f"self.{node.attrs['path']}.device"
+                return f"{codegen.attribute_expr(node.attrs['path'])}.device"
         return "'cuda'"
 
 

@@ -43,6 +43,37 @@ def prepared(an: Analysis) -> Analysis:
                                an.input_names, an.output_dtype, refused)
 
 
+def planned(an: Analysis) -> Analysis:
+    """`prepared`, with any failure of the planner a refusal naming the stage and ops."""
+    try:
+        return prepared(an)
+    except NotCoveredError:
+        raise
+    except Exception as exc:  # a form the planner does not know must not crash a search
+        raise NotCoveredError(f"the offline planner failed on this {an.family} problem "
+                              f"({type(exc).__name__}: {exc})", list(an.op_names)) from exc
+
+
+def checked_render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
+    """The family writer's source for `params`, compiled (never run) before it is proposed:
+    a writer's failure or invalid Python is a refusal naming the writer and the ops, never
+    an evaluation spent on a `compile_error`."""
+    try:
+        source = family_module(an).render(problem_source, an, params)
+    except NotCoveredError:
+        raise
+    except Exception as exc:
+        raise NotCoveredError(f"the offline {an.family} writer failed "
+                              f"({type(exc).__name__}: {exc})", list(an.op_names)) from exc
+    try:
+        compile(source, "<candidate>", "exec")
+    except (SyntaxError, ValueError) as exc:
+        where = f" at line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        raise NotCoveredError(f"the offline {an.family} writer wrote invalid Python{where} "
+                              f"({exc})", list(an.op_names)) from exc
+    return source
+
+
 class OfflineSynthesizer:
     name = "offline"
     supports_crossover = True
@@ -59,7 +90,7 @@ class OfflineSynthesizer:
         key = hashlib.sha256(problem_source.encode()).hexdigest()
         if key not in self._analyses:
             try:
-                self._analyses[key] = prepared(analyze(problem_source))
+                self._analyses[key] = planned(analyze(problem_source))
             except NotCoveredError as exc:
                 self._analyses[key] = exc
         found = self._analyses[key]
@@ -68,12 +99,21 @@ class OfflineSynthesizer:
         return found
 
     def check_covered(self, problem_source: str) -> str:
-        """The family this problem falls in; raises NotCoveredError with the ops otherwise."""
-        return self.analysis(problem_source).family
+        """The family this problem falls in; raises NotCoveredError with the ops otherwise,
+        also when a target's default kernel cannot be written (the first thing a search
+        proposes; its parameters differ per target, so each target's is rendered)."""
+        from search_engine.hardware import TARGETS
+
+        an = self.analysis(problem_source)
+        for target in TARGETS:
+            checked_render(problem_source, an,
+                           family_module(an).default_params(an, target, "strict"))
+        return an.family
 
     def render(self, problem_source: str, params: dict[str, Any]) -> str:
-        an = self.analysis(problem_source)
-        return family_module(an).render(problem_source, an, params)
+        """A candidate's source, parsed before anyone sees it; NotCoveredError naming the
+        writer and the ops when the writer fails or writes invalid Python."""
+        return checked_render(problem_source, self.analysis(problem_source), params)
 
     def propose(self, request: SynthesisRequest, n: int, rng: random.Random) -> list[Proposal]:
         an = self.analysis(request.problem_source)
@@ -90,13 +130,18 @@ class OfflineSynthesizer:
         else:
             candidates = self._moves(an, parent_params, diagnosis, policy, rng, request)
         proposals, pruned, seen = [], [], set(request.known_sources)
+        refused: NotCoveredError | None = None
         for transformation, params in candidates:
             # a configuration the target cannot hold is never evaluated: a random draw is
             # drawn again, a move's child is shown pruned (`Proposal.pruned`) with the reason
             problem = family_module(an).resource_problem(an, params, request.target)
             if problem and (transformation.endswith(":random") or len(pruned) >= n):
                 continue
-            source = family_module(an).render(request.problem_source, an, params)
+            try:
+                source = checked_render(request.problem_source, an, params)
+            except NotCoveredError as exc:  # this point of the space only: never evaluated
+                refused = refused or exc
+                continue
             if source in seen:
                 continue
             seen.add(source)
@@ -108,6 +153,8 @@ class OfflineSynthesizer:
             (pruned if problem else proposals).append(proposal)
             if len(proposals) >= n:
                 break
+        if refused is not None and not proposals and not pruned and not parent_params:
+            raise refused  # not even the defaults render: the problem is refused, by name
         return proposals + pruned
 
     def _fresh(self, an, target, policy, rng, n):

@@ -57,8 +57,8 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
     if an.family == "elementwise":
         return {"BLOCK": 1024, "num_warps": 4}
     if an.family == "rows":
-        return clamp(an, _default_rows(row_length(an), row_inner(an), target,
-                                       row_count(an)))
+        few_rows = row_count(an) if rows.splittable(an) else 1 << 30  # argmax: no split
+        return clamp(an, _default_rows(row_length(an), row_inner(an), target, few_rows))
     params = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
               "num_stages": 3, "SPLIT_K": 1, "PRECISION": STRICT_DOT_PRECISION, "TMA": 0}
     if target != "interpreter":

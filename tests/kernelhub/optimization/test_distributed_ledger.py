@@ -254,3 +254,24 @@ def test_writes_wait_out_a_database_that_is_briefly_away(monkeypatch):
     monkeypatch.setattr(ledger, "DB_RETRY_S", (0,))
     with pytest.raises(OperationalError):
         ledger.with_db_retry(lambda: flaky() if len(tries) < 5 else None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_kills_an_evaluation_whose_job_was_cancelled(monkeypatch):
+    """A session out of time cancels its jobs; the worker running one sees it at its next
+    heartbeat and kills the evaluation (its sandboxes) instead of finishing it."""
+    import threading
+
+    monkeypatch.setattr(ledger, "JOB_BEAT_S", 0.05)
+    job = open_job()
+    assert ledger.job_claim(job.pk, job.task_id, "gpu0@a") == "run"
+    killed, stop = threading.Event(), threading.Event()
+    beat = threading.Thread(target=tasks._beat, args=(job.pk, job.task_id, stop, killed.set))
+    beat.start()
+    try:
+        assert not killed.wait(0.3), "a running job was killed"
+        ledger.job_cancel(job.pk)
+        assert killed.wait(5), "the cancelled job's evaluation was not killed"
+    finally:
+        stop.set()
+        beat.join(5)

@@ -1,0 +1,21 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+        self.blocks = nn.ModuleDict({'lambda': nn.Linear(16, 24), 'out': nn.Linear(24, 8)})
+
+    def forward(self, x):
+        h = torch.tanh(self.blocks['lambda'](x))
+        return self.blocks['out'](h)
+
+
+def get_inputs():
+    return [torch.randn(4, 16)]
+
+
+def get_init_inputs():
+    return []
