@@ -17,7 +17,7 @@ import random
 from typing import Any
 
 from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisRequest
-from search_engine.synthesis.offline import staged, templates
+from search_engine.synthesis.offline import staged, templates, travel
 from search_engine.synthesis.offline.analysis import Analysis, analyze
 
 # family name -> the module with its parameters, moves and rendering (render, default_params,
@@ -39,8 +39,18 @@ def prepared(an: Analysis) -> Analysis:
         templates.prepare_matmul(an)
         return an
     except NotCoveredError as refused:
-        return staged.classify(an.nodes, an.output, an.input_count, an.op_names,
-                               an.input_names, an.output_dtype, refused)
+        staged_an = staged.classify(an.nodes, an.output, an.input_count, an.op_names,
+                                    an.input_names, an.output_dtype, refused)
+        staged_an.batch_variants = getattr(an, "batch_variants", {})
+        return staged_an
+
+
+def prepared_variant(variant: Analysis) -> Analysis:
+    """A batch variant of the problem's graph, prepared once like the graph itself."""
+    done = getattr(variant, "_prepared", None)
+    if done is None:
+        done = variant._prepared = prepared(variant)
+    return done
 
 
 class OfflineSynthesizer:
@@ -72,8 +82,13 @@ class OfflineSynthesizer:
         return self.analysis(problem_source).family
 
     def render(self, problem_source: str, params: dict[str, Any]) -> str:
-        an = self.analysis(problem_source)
-        return family_module(an).render(problem_source, an, params)
+        return self._render(problem_source, self.analysis(problem_source), params)
+
+    @staticmethod
+    def _render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
+        """The candidate, taking any batch size where its sizes follow the batch (`travel`)."""
+        return travel.render(lambda a: family_module(a).render(problem_source, a, params),
+                             an, prepared_variant)
 
     def propose(self, request: SynthesisRequest, n: int, rng: random.Random) -> list[Proposal]:
         an = self.analysis(request.problem_source)
@@ -94,7 +109,7 @@ class OfflineSynthesizer:
         for transformation, params in candidates:
             if not family_module(an).fits_shared_memory(an, params, limit):
                 continue
-            source = family_module(an).render(request.problem_source, an, params)
+            source = self._render(request.problem_source, an, params)
             if source in seen:
                 continue
             seen.add(source)
