@@ -26,7 +26,7 @@ SET = 9_999  # the candidate sandbox's input set for the second shape (trials ar
 
 def check(run, session, ref) -> dict:
     """Run the candidate at the reference's second shape; the `shape_check` record."""
-    second = ref.second_shape or {}
+    second = getattr(ref, "second_shape", None) or {}
     if "inputs" not in second:
         return {"status": "not_checked",
                 "message": second.get("skipped", "no second shape was drawn")}
@@ -55,7 +55,7 @@ def check(run, session, ref) -> dict:
 
 def shapes_of(ref) -> dict:
     """Both shapes of the reference's second-shape trial (empty when there is none)."""
-    second = ref.second_shape or {}
+    second = getattr(ref, "second_shape", None) or {}
     return {k: second[k] for k in ("official_shapes", "input_shapes", "how") if k in second}
 
 

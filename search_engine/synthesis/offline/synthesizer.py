@@ -86,9 +86,18 @@ class OfflineSynthesizer:
 
     @staticmethod
     def _render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
-        """The candidate, taking any batch size where its sizes follow the batch (`travel`)."""
-        return travel.render(lambda a: family_module(a).render(problem_source, a, params),
-                             an, prepared_variant)
+        """The candidate, taking any batch size where its sizes follow the batch (`travel`).
+        At the other batch sizes the parameters are clamped as the family clamps them for a
+        problem of that shape: a parameter tied to a size (a row held whole in registers)
+        then differs between the renders, so the module keeps its traced shape."""
+        def render_one(a: Analysis) -> str:
+            module = family_module(a)
+            chosen = params if a is an else module.clamp(a, params)
+            if a is not an and not module.valid(a, chosen):
+                raise NotCoveredError("the parameters do not hold at another batch size")
+            return module.render(problem_source, a, chosen)
+
+        return travel.render(render_one, an, prepared_variant)
 
     def propose(self, request: SynthesisRequest, n: int, rng: random.Random) -> list[Proposal]:
         an = self.analysis(request.problem_source)

@@ -77,6 +77,22 @@ def traced_analysis(source: str):
     return prepared(analysis_from_json(analysis_to_json(trace_module(load_problem(source)))))
 
 
+def traveling_analysis(source: str):
+    """`traced_analysis` with the batch variants the sandboxed probe adds (the problem traced
+    at two more batch sizes), so the synthesizer's modules can take any batch size."""
+    from search_engine.problem_probe import _batch_analyses
+    from search_engine.synthesis.offline.analysis import (
+        analysis_from_json, analysis_to_json, trace_module,
+    )
+    from search_engine.synthesis.offline.synthesizer import prepared
+
+    module = load_problem(source)
+    an = analysis_from_json(analysis_to_json(trace_module(module)))
+    an.batch_variants = {v["batch"]: analysis_from_json(v["analysis"])
+                         for v in _batch_analyses(module, an)}
+    return prepared(an)
+
+
 def assert_default_kernel_matches(source: str, target: str, tmp_path: Path, seeds=(1, 2),
                                   tolerance: float = 1e-4, equal_nan: bool = False) -> str:
     """Render the family's default parameters for `target` and check the kernel against the

@@ -14,7 +14,7 @@ import torch
 from search_engine.synthesis.offline import travel
 from search_engine.synthesis.offline.synthesizer import OfflineSynthesizer, family_module
 
-from .conftest import load_problem
+from .conftest import load_problem, traveling_analysis
 from .test_offline_staged import problem as staged_problem
 from .test_offline_templates import problem
 
@@ -43,22 +43,6 @@ CASES = {
         "self.fc = nn.Linear(12, 8)\nself.gn = nn.GroupNorm(2, 8)",
         "torch.relu(self.gn(self.fc(x)))", "torch.randn(32, 12)"),
 }
-
-
-def traveling_analysis(source: str):
-    """The problem traced as the sandboxed probe traces it (at its batch and two others),
-    in this process (the test's own, trusted problem)."""
-    from search_engine.problem_probe import _batch_analyses
-    from search_engine.synthesis.offline.analysis import (
-        analysis_from_json, analysis_to_json, trace_module,
-    )
-    from search_engine.synthesis.offline.synthesizer import prepared
-
-    module = load_problem(source)
-    an = analysis_from_json(analysis_to_json(trace_module(module)))
-    an.batch_variants = {v["batch"]: analysis_from_json(v["analysis"])
-                         for v in _batch_analyses(module, an)}
-    return prepared(an)
 
 
 def candidate_for(source: str) -> str:
@@ -104,15 +88,22 @@ def test_generated_kernels_run_at_other_batch_sizes(name, tmp_path, run):
         torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
 
-def test_a_kernel_tied_to_its_shape_says_so_and_names_it(tmp_path, run):
-    """A mean over the whole batch: the row spans the batch, its block is sized for it."""
-    source = staged_problem("", "F.smooth_l1_loss(x, y)", "torch.randn(9, 7), torch.randn(9, 7)",
-                            "x, y")
-    candidate = candidate_for(source)
+TIED = {  # a reduction over the batch itself: its block (a parameter, or the writer's) is
+    # sized for the traced batch, so the module must not take another
+    "mean_over_batch": staged_problem("", "F.smooth_l1_loss(x, y)",
+                                      "torch.randn(9, 7), torch.randn(9, 7)", "x, y"),
+    "softmax_over_batch": problem("torch.softmax(x, dim=0)", "torch.randn(9, 7)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIED))
+def test_a_kernel_tied_to_its_shape_says_so_and_names_it(name, tmp_path, run):
+    candidate = candidate_for(TIED[name])
     assert not travel.takes_any_batch(candidate)
     module = load_candidate(candidate, tmp_path)
+    args = [torch.randn(20, 7) for _ in range(2 if "mean" in name else 1)]
     with pytest.raises(ValueError, match=r"generated for x of shape \(9, 7\).*verified only"):
-        module.ModelNew()(torch.randn(4, 7), torch.randn(4, 7))
+        module.ModelNew()(*args)
 
 
 def test_a_traveling_kernel_still_refuses_other_row_lengths(tmp_path, run):
