@@ -10,14 +10,9 @@ that failed."""
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 from pathlib import Path
 
 from .harness import _assert_close, _runner
-
-_counter = itertools.count()
-
 
 def check_travel(source: str, tmp: Path) -> tuple[str, str, str]:
     import torch
@@ -64,16 +59,10 @@ def check_travel(source: str, tmp: Path) -> tuple[str, str, str]:
 
 
 def _models(problem, candidate: str, tmp: Path):
-    import sys
-
     import torch
+    from conftest import load_candidate
 
-    path = tmp / f"travel_{next(_counter)}.py"
-    path.write_text(candidate)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_candidate(candidate, tmp)
     torch.manual_seed(0)
     reference = problem.Model(*problem.get_init_inputs()).eval()
     torch.manual_seed(0)

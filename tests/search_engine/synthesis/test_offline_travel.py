@@ -4,21 +4,15 @@ module whose kernels are tied to the traced shape says so plainly instead of ans
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import sys
-
 import pytest
 import torch
 
 from search_engine.synthesis.offline import travel
 from search_engine.synthesis.offline.synthesizer import OfflineSynthesizer, family_module
 
-from .conftest import load_problem, traveling_analysis
+from .conftest import load_candidate, load_problem, traveling_analysis
 from .test_offline_staged import problem as staged_problem
 from .test_offline_templates import problem
-
-_counter = itertools.count()
 
 CASES = {
     "elementwise_broadcast": problem("torch.clamp(F.gelu(x * 0.5 + self.b) + y, -3.0, 3.0)",
@@ -49,16 +43,6 @@ def candidate_for(source: str) -> str:
     an = traveling_analysis(source)
     params = family_module(an).default_params(an, "interpreter", "strict")
     return OfflineSynthesizer._render(source, an, params)
-
-
-def load_candidate(source: str, tmp_path):
-    path = tmp_path / f"travel_{next(_counter)}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def at_batch(inputs: list, batch: int) -> list:
