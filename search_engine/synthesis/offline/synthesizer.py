@@ -124,9 +124,9 @@ class OfflineSynthesizer:
             seen.add(source)
             move = templates.move_record(transformation, parent_params or {}, params,
                                          request.parent.id, diagnosis)
+            notes = f"{family_module(an).notes(an, params)}; {travel.shape_note(source, an)}"
             proposals.append(Proposal(source=source, transformation=transformation,
-                                      params=params, notes=family_module(an).notes(an, params),
-                                      move=move))
+                                      params=params, notes=notes, move=move))
             if len(proposals) >= n:
                 break
         return proposals

@@ -41,6 +41,15 @@ def takes_any_batch(source: str) -> bool:
     return "KH_ANY_BATCH = True" in source
 
 
+def shape_note(source: str, an: Analysis) -> str:
+    """The candidate's shapes in one line, for its notes (and so the tree and its page)."""
+    shapes = ", ".join(f"{name} {shape}" for name, shape in
+                       codegen.shape_inputs(an, codegen.args_of(an)))
+    if takes_any_batch(source):
+        return f"takes any batch size (generated for {shapes})"
+    return f"sizes fixed: verified only at the shape it was generated for ({shapes})"
+
+
 def _traveling(base: str, render_one, an: Analysis, prepare) -> str | None:
     variants = getattr(an, "batch_variants", None) or {}
     batch_input = _batch_input(an, variants)

@@ -113,3 +113,19 @@ def test_only_affine_literals_follow_the_batch():
     assert travel._affine([4, 5, 11], ["7", "8", "14"]) == "(kh_B + 3)"
     assert travel._affine([4, 5, 11], ["4", "8", "16"]) is None  # a power of two
     assert travel._affine([4, 5, 11], ["0.25", "0.2", "0.09"]) is None
+
+
+
+def test_proposals_say_which_shapes_they_take():
+    """Through the real synthesizer (its sandboxed probe traces the other batch sizes)."""
+    import random
+
+    from .conftest import library_source
+    from .test_offline_moves import request, root_view
+
+    source = library_source("softmax")
+    proposals = OfflineSynthesizer().propose(request(source, root_view(source)), 2,
+                                             random.Random(0))
+    assert proposals and all("takes any batch size (generated for x (32, 256))" in p.notes
+                             for p in proposals), [p.notes for p in proposals]
+    assert all(travel.takes_any_batch(p.source) for p in proposals)
