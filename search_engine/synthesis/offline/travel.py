@@ -185,4 +185,6 @@ def _affine(batches: list[int], texts: list[str]) -> str | None:
     if rest or k == 0 or any(k * b + c != v for b, v in zip(batches, values)):
         return None
     term = BATCH_NAME if k == 1 else f"{BATCH_NAME} * {k}"
-    return term if c == 0 else f"({term} {'+' if c > 0 else '-'} {abs(c)})"
+    if c == 0:  # parenthesised: the literal may sit after `%`, `//` or `*`
+        return term if k == 1 else f"({term})"
+    return f"({term} {'+' if c > 0 else '-'} {abs(c)})"
