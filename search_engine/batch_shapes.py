@@ -39,10 +39,19 @@ def batch_positions(inputs: list) -> list[int]:
             and int(x.shape[0]) == batch]
 
 
-def second_batch(batch: int) -> int:
+SECOND_SHAPE_BYTES = 512 << 20  # the second shape's inputs travel through the parent
+
+
+def second_batch(batch: int, input_bytes: int = 0,
+                 limit_bytes: int = SECOND_SHAPE_BYTES) -> int | None:
     """The batch size the evaluator checks besides the problem's own: half of it (cheap to
-    run), or 2 when the problem's batch is 1."""
-    return batch // 2 if batch >= 2 else 2
+    run), or 2 when the problem's batch is 1; halved again while the inputs (`input_bytes`
+    at `batch`) would be over `limit_bytes`; None when no other batch fits."""
+    other = batch // 2 if batch >= 2 else 2
+    per_row = input_bytes / max(batch, 1)
+    while other > 1 and per_row * other > limit_bytes:
+        other //= 2
+    return None if other == batch or per_row * other > limit_bytes else other
 
 
 def traced_batches(batch: int) -> tuple[int, int]:

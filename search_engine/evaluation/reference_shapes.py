@@ -13,9 +13,9 @@ class SecondShapeTrial:
         reference, as plain tensors: the candidate is checked there too. `ok` False with
         the reason when the problem has no batch or its reference does not run there."""
         from search_engine.batch_shapes import (
-            input_shapes, inputs_at_batch, leading_batch, second_batch,
+            SECOND_SHAPE_BYTES, input_shapes, inputs_at_batch, leading_batch, second_batch,
         )
-        from search_engine.evaluation.reference_child import _on, degenerate_reason
+        from search_engine.evaluation.reference_child import _on, _tensor_bytes, degenerate_reason
         from search_engine.problems import make_trial_inputs
 
         seed = int(header["seed"])
@@ -23,11 +23,15 @@ class SecondShapeTrial:
         batch = leading_batch(official)
         if batch is None:
             return {"ok": False, "message": "the problem's inputs have no batch dimension"}, []
+        other = second_batch(batch, _tensor_bytes(official))
+        if other is None:
+            return {"ok": False, "message": f"no other batch size keeps the inputs under "
+                                            f"{SECOND_SHAPE_BYTES >> 20} MiB"}, []
         draw = lambda: make_trial_inputs(self.module, seed, 1.0, 0.0)  # noqa: E731
         if self.resident:
             on_device = draw
             draw = lambda: _on(self._on_device(on_device), None, self.device)  # noqa: E731
-        inputs, how = inputs_at_batch(self.module, official, second_batch(batch), draw)
+        inputs, how = inputs_at_batch(self.module, official, other, draw)
         out = self._reference64(inputs)
         why = degenerate_reason(out, self.output_meta[0] if self.output_meta else None)
         if why:

@@ -50,3 +50,8 @@ def test_inputs_without_a_batch_are_refused_and_batch_one_doubles():
     with pytest.raises(ValueError, match="no leading"):
         inputs_at_batch(None, [torch.tensor(1.0), 2], 3)
     assert second_batch(16) == 8 and second_batch(1) == 2
+
+
+def test_the_second_batch_stays_under_the_byte_limit():
+    assert second_batch(64, input_bytes=64 << 20, limit_bytes=4 << 20) == 4  # 1 MiB a row
+    assert second_batch(1, input_bytes=8 << 20, limit_bytes=4 << 20) is None
