@@ -243,7 +243,30 @@ def _analyze(module) -> dict[str, Any]:
         message = text[: -len(suffix)] if suffix and text.endswith(suffix) else text
         return {"covered": False, "message": message, "ops": list(exc.ops)}
     return {"covered": True, "analysis": analysis_to_json(analysis),
-            "materialized_bytes": int(analysis.materialized_bytes)}
+            "materialized_bytes": int(analysis.materialized_bytes),
+            "batch_analyses": _batch_analyses(module, analysis)}
+
+
+def _batch_analyses(module, analysis) -> list[dict[str, Any]]:
+    """The op graph traced again at other batch sizes (meta device, cheap), so the
+    synthesizer can tell which generated sizes follow the batch; [] when the problem has no
+    batch or does not trace at another one (its kernels then stay at its own shape)."""
+    from search_engine.batch_shapes import traced_batches
+    from search_engine.synthesis.offline.analysis import analysis_to_json, trace_module
+
+    inputs = sorted((n for n in analysis.nodes.values() if n.op == "input"),
+                    key=lambda n: n.attrs.get("index", 0))
+    batch = next((n.shape[0] for n in inputs if len(n.shape) >= 1), None)
+    if not batch:
+        return []
+    out = []
+    for other in traced_batches(int(batch)):
+        try:
+            out.append({"batch": other,
+                        "analysis": analysis_to_json(trace_module(module, batch=other))})
+        except Exception:  # noqa: BLE001 - the batch is baked into the problem: no variant
+            return []
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ row-wise ops and losses, matmuls and attention, elementwise ops and model struct
 traced, rendered with default and random parameters and checked against its reference on
 the Triton interpreter (see harness.py); with ``--dir``, every problem file of a folder instead
 (e.g. benchmarks/kernelbench_like/level1). Prints one line per problem and a summary per area.
+With ``--travel``, each module is run at a second batch size instead (travel.py).
 Run with TRITON_INTERPRET=1."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 from .harness import check
+from .travel import check_travel
 
 AREAS = ("conv", "rows", "matmul", "structure")
 
@@ -29,6 +31,8 @@ def main(argv=None) -> int:
                         help="check the problem files of this folder (repeatable) instead")
     parser.add_argument("--draws", type=int, default=1, help="random parameter draws per problem")
     parser.add_argument("--json-out", help="write every problem's outcome here")
+    parser.add_argument("--travel", action="store_true",
+                        help="instead: run each module at a second batch size (travel.py)")
     args = parser.parse_args(argv)
     unknown = [a for a in args.areas if a not in AREAS]
     if unknown:
@@ -40,11 +44,12 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for area, cases in _sources(args):
             for name, source in cases.items():
-                outcome, family, detail = check(source, Path(tmp), args.draws)
+                outcome, family, detail = check_travel(source, Path(tmp)) if args.travel \
+                    else check(source, Path(tmp), args.draws)
                 rows.append({"area": area, "problem": name, "outcome": outcome,
                              "family": family, "detail": detail})
                 print(f"{area}/{name}: {outcome} [{family}] {detail[:200]}", flush=True)
-    print(summary(rows, time.time() - started))
+    print(travel_summary(rows) if args.travel else summary(rows, time.time() - started))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=1))
     return 0
@@ -72,6 +77,11 @@ def summary(rows: list[dict], seconds: float) -> str:
                      f"{len(outcomes) - ok - refused:>11}")
     lines.append(f"{seconds:.0f} s")
     return "\n".join(lines)
+
+
+def travel_summary(rows: list[dict]) -> str:
+    counts = collections.Counter(row["outcome"] for row in rows)
+    return "travel: " + ", ".join(f"{k} {v}" for k, v in counts.most_common())
 
 
 if __name__ == "__main__":

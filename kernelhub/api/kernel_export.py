@@ -22,6 +22,7 @@ from django.utils import timezone
 
 import kernelhub
 from kernelhub.optimization.selectors import problem_family
+from kernelhub.optimization.shapes import candidate_shapes, shape_text
 from kernelhub.review.models import Review
 from search_engine.evaluation.tolerances import precision_class, tolerance_for
 
@@ -39,6 +40,7 @@ def kernel_metrics(review: Review) -> dict:
     timing = candidate.timing or {}
     policy = session.precision_policy
     tolerance = tolerance_for(policy, problem.dtype)
+    shapes = candidate_shapes(candidate)
     return {
         "kernel_id": review.pk,
         "candidate_id": candidate.pk,
@@ -67,9 +69,16 @@ def kernel_metrics(review: Review) -> dict:
         "metrics_at_approval": review.metrics,
         "tolerance": {"class": precision_class(policy, problem.dtype), "rtol": tolerance.rtol,
                       "atol_rms": tolerance.atol_rms, "rel_norm": tolerance.rel_norm},
+        # where it was verified and timed, and whether it is drop-in at other shapes
+        **{k: shapes[k] for k in ("verified_shapes", "timed_shapes", "shape_specific",
+                                  "drop_in")},
         "kernelhub_version": kernelhub.__version__,
         "exported_at": timezone.now().isoformat(),
     }
+
+
+def _shapes(entries) -> str:
+    return "; ".join(shape_text(e) for e in entries) or "not recorded"
 
 
 def _median(timing: dict, which: str):
@@ -93,6 +102,9 @@ def module_source(review: Review, metrics: dict | None = None) -> str:
         f"{_fmt(_median(timing, 'eager'), ' ms', 4)}, compile "
         f"{_fmt(_median(timing, 'compile'), ' ms', 4)}" + (f" ({method})" if method else ""),
         f"# coverage:  {_fmt(metrics['coverage'], '', 3)} of device time in custom kernels",
+        f"# shapes:    verified at {_shapes(metrics['verified_shapes'])}; timed at "
+        f"{_shapes(metrics['timed_shapes'])}",
+        f"# drop-in:   {metrics['drop_in']}",
         f"# approved:  by {metrics['approved_by'] or 'n/a'} at {metrics['approved_at'] or 'n/a'}"
         + (f" — {metrics['comment'].splitlines()[0][:120]}" if metrics["comment"] else ""),
     ]
@@ -107,7 +119,8 @@ def module_source(review: Review, metrics: dict | None = None) -> str:
     source = review.candidate.source.rstrip() + "\n"
     summary = {k: metrics[k] for k in (
         "kernel_id", "problem", "hardware", "precision_policy", "speedup_vs_eager",
-        "speedup_vs_compile", "coverage", "approved_by", "approved_at", "kernelhub_version")}
+        "speedup_vs_compile", "coverage", "verified_shapes", "timed_shapes", "shape_specific",
+        "approved_by", "approved_at", "kernelhub_version")}
     footer = ["", "", "# Recorded by KernelHub at export time.",
               "KERNELHUB_METADATA = " + pprint.pformat(summary, sort_dicts=False, width=96), ""]
     return "\n".join(header) + source + "\n".join(footer)
@@ -124,7 +137,9 @@ def bundle_bytes(review: Review) -> bytes:
     folder = f"kernelhub-kernel-{review.pk}/"
     readme = (
         f"# KernelHub kernel #{review.pk}: {metrics['problem']} on {metrics['hardware']}\n\n"
-        "- `kernel.py`: the approved `ModelNew` (drop-in for the problem's `Model`).\n"
+        "- `kernel.py`: the approved `ModelNew`, for the problem's `Model`.\n"
+        f"- Shapes: verified at {_shapes(metrics['verified_shapes'])}; timed at "
+        f"{_shapes(metrics['timed_shapes'])}. {metrics['drop_in']}\n"
         "- `reference.py`: the problem it was verified against.\n"
         "- `check.py`: `python check.py` re-verifies correctness (float64 reference, "
         f"tolerance class {metrics['tolerance']['class']}) and times it against eager "

@@ -227,6 +227,13 @@ class Candidate(models.Model):
     def is_tainted(self) -> bool:
         return is_tainted(self.integrity_flags)
 
+    @property
+    def shapes(self) -> dict:
+        """Where it was verified and timed, and whether it is drop-in elsewhere."""
+        from kernelhub.optimization.shapes import candidate_shapes
+
+        return candidate_shapes(self)
+
 
 class SessionEvent(models.Model):
     """The ordered event log of a session; the live page replays it, then streams."""

@@ -14,7 +14,7 @@ import shutil
 import time
 from typing import Any
 
-from search_engine.evaluation import wire
+from search_engine.evaluation import second_shape, wire
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.correctness import compare_trial
 from search_engine.evaluation.gpu_lock import cuda_device_key, gpu_activity, quiet_gpu
@@ -238,6 +238,19 @@ class CandidateRun(TimedChecks, Judgement):
         if reply.get("ok"):
             report.update({k: v for k, v in reply.items()
                            if k not in ("ok", "kind", "re", "fds", "fd_count")})
+        if all(t.passed for t in report["correctness"]):
+            # last, after the evidence: a candidate that crashes at another shape has
+            # already answered everything its official verdict needs
+            started = time.monotonic()
+            try:
+                report["shape_check"] = second_shape.check(self, session, self._ref)
+            except SandboxDied as exc:
+                report["shape_check"] = {**second_shape.shapes_of(self._ref),
+                                         "status": "refused",
+                                         "message": f"its sandbox died at the second shape "
+                                                    f"({exc})"}
+                return report
+            report["phases"]["second_shape"] = round(time.monotonic() - started, 4)
         session.request("exit")
         return report
 

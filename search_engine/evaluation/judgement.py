@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+from search_engine.batch_shapes import input_shapes
 from search_engine.evaluation import diagnostics as diag
+from search_engine.evaluation import second_shape
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.integrity import runtime_checks as rc
 from search_engine.evaluation.reference import ReferenceData
@@ -42,6 +44,7 @@ class Judgement:
         flags += rc.check_host_compute(report)
         flags += rc.check_dispatch_escapes(report)
         flags += rc.check_ghost_replay(report.get("ghost"))
+        flags += second_shape.flags(report.get("shape_check"))
         references = report.get("sampled_references", ref.outputs64)
         if not all(t.passed for t in trials):
             flags += rc.check_result_reuse(outputs, references, self.tolerance.rel_norm)
@@ -146,11 +149,18 @@ class Judgement:
             label = (f"measured under the {self.policy!r} precision policy (looser than the "
                      f"problem's {self.problem.dtype})")
         speedup = reward_speedup(speed_eager, speed_compile, c.reward, interpreter)
+        shapes = {} if failed else second_shape.result_fields(
+            report.get("shape_check"), input_shapes(ref.inputs[0]) if ref.inputs else None)
+        if shapes.get("shape_specific"):
+            message += (f"; only at the problem's shape: at {shapes['shape_check']['input_shapes']}"
+                        f" it {shapes['shape_check']['status']} "
+                        f"({shapes['shape_check']['message'][:200]})")
         return self.result(
             status, message, correctness=trials, timing=timing,
             speedup_vs_eager=_round(speed_eager), speedup_vs_compile=_round(speed_compile),
             speedup_label=label, coverage=_round(coverage), diagnostics=diagnostics,
             integrity_flags=flags, reward=compute_reward(status, speedup, coverage, c.reward),
+            **shapes,
         )
 
     def _want_ncu(self) -> bool:

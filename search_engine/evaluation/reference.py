@@ -39,6 +39,9 @@ class ReferenceData:
     link: "ResidentReference | None" = None  # resident: the live problem sandbox
     reference_method: str = "float64, whole trial"
     timing_sets: int = 0                      # input sets the timing rotates (resident)
+    # the first trial at a second batch size (`second_shape`): inputs, float64 outputs and
+    # both shapes, or {"skipped": why} when the problem's inputs do not allow one
+    second_shape: dict = field(default_factory=dict)
 
     @property
     def resident(self) -> bool:
@@ -95,6 +98,7 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
             init_inputs = wire.decode_values(meta["init"], tensors)
             state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
             trials = [_trial(session, i) for i in range(len(plan))]
+            second = _second_shape(session, schedule[0][0])
         baselines = {}
         if config.time_baselines:
             baselines = cache.get(cache_key)
@@ -119,7 +123,7 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
         output_shapes=meta["output_shapes"], input_bytes=meta["input_bytes"],
         flops=meta["flops"], defects=meta["defects"], inputs=[inp for inp, _ in trials],
         ghost_inputs=ghost_inputs, ghost_outputs64=ghost_outputs, baselines=baselines,
-        notes=meta["notes"], isolation=outcome.isolation,
+        notes=meta["notes"], isolation=outcome.isolation, second_shape=second,
         duration_s=round(time.monotonic() - started, 3),
     )
 
@@ -148,6 +152,7 @@ def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, c
             meta, tensors = _ask(session, "setup", {
                 "problem_file": str(workdir / "problem.py"), "seed": init_seed,
                 "schedule": plan, "reference_chunk_bytes": config.reference_chunk_bytes})
+            second = _second_shape(session, schedule[0][0])
         init_inputs = wire.decode_values(meta["init"], tensors)
         state = dict(zip(meta["state_keys"], tensors[meta["state_offset"]:]))
         n_trials = len(schedule)
@@ -180,6 +185,7 @@ def _compute_resident(problem: Problem, schedule, init_seed: int, device: str, c
         input_bytes=meta["input_bytes"], flops=meta["flops"], defects=meta["defects"],
         baselines=baselines, notes=meta["notes"], isolation=session.isolation,
         duration_s=round(time.monotonic() - started, 3), link=link, timing_sets=sets,
+        second_shape=second,
         reference_method=meta.get("reference_method", "float64, whole trial"))
 
 
@@ -262,6 +268,20 @@ def _trial(session, index: int) -> tuple[list, list]:
     n_out = reply["n_outputs"]
     inputs = wire.decode_values(reply["inputs"], tensors[:len(tensors) - n_out])
     return inputs, tensors[len(tensors) - n_out:]
+
+
+def _second_shape(session, seed: int) -> dict:
+    """The problem's first trial at a second batch size, or why there is none (a problem
+    without a batch, a reference that does not run there: never the problem's error)."""
+    from search_engine.evaluation import wire
+
+    reply, tensors = session.request("shape_trial", {"seed": seed}, max_reply_bytes=1 << 40)
+    if not reply.get("ok"):
+        return {"skipped": str(reply.get("message", "no second shape"))[:500]}
+    n_out = reply["n_outputs"]
+    return {"inputs": wire.decode_values(reply["inputs"], tensors[:len(tensors) - n_out]),
+            "outputs64": tensors[len(tensors) - n_out:], "how": reply["how"],
+            "official_shapes": reply["official_shapes"], "input_shapes": reply["input_shapes"]}
 
 
 def _baselines(session, config, device: str, n_sets: int, l2_bytes: int,

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from search_engine.evaluation import wire
 from search_engine.evaluation.reference_resident import ResidentTrials
+from search_engine.evaluation.reference_shapes import SecondShapeTrial
 
 
 # Tried in order when a trial's (scale, shift) makes the reference output degenerate
@@ -38,7 +39,7 @@ from search_engine.evaluation.reference_resident import ResidentTrials
 ADAPTATIONS = ((1.0, 0.25), (1.0, 0.1), (0.5, 0.0), (None, None))
 
 
-class ReferenceServer(ResidentTrials):
+class ReferenceServer(ResidentTrials, SecondShapeTrial):
     def __init__(self, sock: socket.socket, device: str, resident: bool = False):
         import torch
 
@@ -305,7 +306,7 @@ def _tensor_bytes(values: list) -> int:
     return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
 
 
-REQUESTS = ("setup", "trial", "baselines", "open", "judge", "close")
+REQUESTS = ("setup", "trial", "shape_trial", "baselines", "open", "judge", "close")
 
 
 def degenerate_reason(outputs: list, native_dtypes: list[str] | None = None) -> str:

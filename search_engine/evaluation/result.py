@@ -85,6 +85,11 @@ class EvaluationResult:
     isolation: dict[str, Any] = field(default_factory=dict)
     logs: str = ""
     duration_s: float = 0.0
+    # the shapes it was checked and timed at (lists of input shapes; `second_shape.py`)
+    verified_shapes: list[list[list[int]]] = field(default_factory=list)
+    timed_shapes: list[list[list[int]]] = field(default_factory=list)
+    shape_specific: bool = False
+    shape_check: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_correct(self) -> bool:

@@ -65,6 +65,15 @@ def analyze(problem_source: str, *, timeout_s: float = ANALYZE_TIMEOUT_S,
         raise NotCoveredError(payload["message"], payload["ops"])
     analysis = analysis_from_json(payload["analysis"])
     analysis.materialized_bytes = payload.get("materialized_bytes", 0)
+    # the same graph traced at other batch sizes: what `travel` renders to learn which
+    # generated sizes follow the batch ({} when the problem is fixed at its own)
+    analysis.batch_variants = {}
+    for variant in payload.get("batch_analyses", []):
+        try:
+            analysis.batch_variants[variant["batch"]] = analysis_from_json(variant["analysis"])
+        except NotCoveredError:
+            analysis.batch_variants = {}
+            break
     return analysis
 
 
@@ -109,7 +118,8 @@ def _check_payload(payload: dict) -> dict:
         held = payload.get("materialized_bytes", 0)
         if not isinstance(held, int) or isinstance(held, bool) or held < 0:
             raise CoverageUnknown("coverage unknown: the sandbox's answer is malformed")
-        return {"covered": True, "analysis": payload["analysis"], "materialized_bytes": held}
+        return {"covered": True, "analysis": payload["analysis"], "materialized_bytes": held,
+                "batch_analyses": _checked_variants(payload.get("batch_analyses"))}
     if covered is False:
         message, ops = payload.get("message"), payload.get("ops")
         if not isinstance(message, str) or not isinstance(ops, list) \
@@ -118,6 +128,24 @@ def _check_payload(payload: dict) -> dict:
         return {"covered": False, "message": _clip(message, 2000),
                 "ops": [_clip(o, 200) for o in ops]}
     raise CoverageUnknown("coverage unknown: the sandbox's answer is malformed")
+
+
+def _checked_variants(variants) -> list[dict]:
+    """The probe's batch variants, each checked as strictly as the main graph; any doubt
+    drops them all (the kernels then stay at the problem's own shape)."""
+    if not isinstance(variants, list) or len(variants) > 4:
+        return []
+    checked = []
+    for variant in variants:
+        batch = variant.get("batch") if isinstance(variant, dict) else None
+        if not isinstance(batch, int) or isinstance(batch, bool) or not 0 < batch < 1 << 40:
+            return []
+        try:
+            analysis_from_json(variant.get("analysis"))
+        except NotCoveredError:  # CoverageUnknown included
+            return []
+        checked.append({"batch": batch, "analysis": variant["analysis"]})
+    return checked
 
 
 def _clip(text: str, limit: int) -> str:

@@ -8,6 +8,8 @@ This RUNS the problem's code: only the sandboxed probe (`search_engine.problem_p
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from search_engine.synthesis.base import NotCoveredError
@@ -16,13 +18,14 @@ from search_engine.synthesis.offline.analysis_ir import Analysis
 from search_engine.synthesis.offline.analysis_translator import _Translator
 
 
-def trace_module(module) -> Analysis:
+def trace_module(module, batch: int | None = None) -> Analysis:
     """Trace a loaded problem module. This RUNS the problem's code: only the sandboxed probe
     (`search_engine.problem_probe`) calls it.
 
     The model and its inputs are built on the meta device (shapes and dtypes, no storage), so
     an official-size problem costs no memory; `materialized_bytes` on the result says how much
-    real tensor data the analysis held (0 unless the problem forced real tensors)."""
+    real tensor data the analysis held (0 unless the problem forced real tensors). With
+    `batch`, the problem is traced at that batch size instead of its own."""
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
@@ -30,7 +33,7 @@ def trace_module(module) -> Analysis:
         if not hasattr(module, name):
             raise NotCoveredError(f"the problem does not define {name}")
     torch.manual_seed(0)
-    model, inputs = _build_on_meta(module)
+    model, inputs = _build_on_meta(module, batch)
     state = _tensor_attributes(model)
     try:
         with augmented_operators_traced():
@@ -119,9 +122,25 @@ def _sized_trace(model, inputs):
     return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
-def _build_on_meta(module):
+def _build_on_meta(module, batch: int | None = None):
     """The Model and get_inputs() with every factory call on the meta device; `.cuda()` and
-    `.to(device)` keep meta tensors on meta (the analysis needs shapes, never values)."""
+    `.to(device)` keep meta tensors on meta (the analysis needs shapes, never values).
+    With `batch`, the inputs are those of another batch size (`batch_shapes`)."""
+    with _on_meta():
+        model = module.Model(*module.get_init_inputs())
+        inputs = list(module.get_inputs())
+        if batch is not None:
+            from search_engine.batch_shapes import inputs_at_batch
+
+            inputs, _ = inputs_at_batch(module, inputs, batch,
+                                        draw=lambda: list(module.get_inputs()))
+    if isinstance(model, torch.nn.Module):
+        model.eval()  # as the evaluator runs the reference
+    return model, inputs
+
+
+@contextlib.contextmanager
+def _on_meta():
     originals = {name: getattr(torch.Tensor, name) for name in ("cuda", "to", "cpu")}
 
     def stay_on_meta(name):
@@ -136,14 +155,10 @@ def _build_on_meta(module):
         for name in originals:
             setattr(torch.Tensor, name, stay_on_meta(name))
         with torch.device("meta"):
-            model = module.Model(*module.get_init_inputs())
-            inputs = list(module.get_inputs())
+            yield
     finally:
         for name, fn in originals.items():
             setattr(torch.Tensor, name, fn)
-    if isinstance(model, torch.nn.Module):
-        model.eval()  # as the evaluator runs the reference
-    return model, inputs
 
 
 _MOVES = ("to", "cuda", "cpu", "contiguous", "detach", "float")

@@ -306,6 +306,7 @@ def assemble(problem_source: str, an: Analysis, kernels: list[Kernel], forward: 
     parts = [f'"""{header}"""', "import torch", "import torch.nn as nn", "import triton",
              "import triton.language as tl", ""]
     parts += [e for e in extras if e] + ([""] if extras else [])
+    parts += ["", shape_contract(an), ""]
     for kernel in kernels:
         parts += ["", kernel.source()]
     args = an.input_names or [f"x{i}" for i in range(an.input_count)]
@@ -315,14 +316,46 @@ def assemble(problem_source: str, an: Analysis, kernels: list[Kernel], forward: 
     return "\n".join(parts) + "\n"
 
 
+def shape_inputs(an: Analysis, args: list[str]) -> list[tuple[str, tuple[int, ...]]]:
+    """(argument name, shape) of each tensor input forward() checks (scalars have none)."""
+    return [(args[n.attrs["index"]], tuple(n.shape)) for n in an.topo()
+            if n.op == "input" and not n.attrs.get("scalar")
+            and 0 <= n.attrs.get("index", -1) < len(args)]
+
+
 def shape_guard(an: Analysis, args: list[str]) -> list[str]:
-    """The kernels are specialised for the problem's shapes: refuse others loudly."""
-    lines = []
-    for node in an.topo():
-        if node.op == "input" and not node.attrs.get("scalar") \
-                and 0 <= node.attrs.get("index", -1) < len(args):  # scalars have no shape
-            name, shape = args[node.attrs["index"]], tuple(node.shape)
-            lines += [f"if tuple({name}.shape) != {shape!r}:",
-                      f"    raise ValueError(f'generated for {name} of shape {shape!r}, got "
-                      f"{{tuple({name}.shape)}}')"]
-    return lines
+    """forward()'s first lines: each input checked against the shape the kernels take."""
+    return [f"kh_expect_shape({name!r}, {name}, {shape!r})"
+            for name, shape in shape_inputs(an, args)]
+
+
+CONTRACT_START = "# -- shape contract (written by KernelHub) --"
+CONTRACT_END = "# -- end of shape contract --"
+_EXPECT_SHAPE = '''
+
+def kh_expect_shape(name, tensor, expected):
+    """Refuse, with the shapes this module takes, an input its kernels were not made for."""
+    if tuple(tensor.shape) == tuple(expected):
+        return
+    got = tuple(tensor.shape)
+    if KH_ANY_BATCH:
+        raise ValueError(f"ModelNew takes {name} of shape {KH_TAKES[name]} for any batch "
+                         f"size B (generated for {KH_GENERATED_FOR[name]}), got {got}")
+    raise ValueError(f"generated for {name} of shape {KH_GENERATED_FOR[name]}, got {got}: "
+                     f"this module's kernels have their sizes fixed and were verified only "
+                     f"at that shape")
+'''
+
+
+def shape_contract(an: Analysis, batch_inputs: set[str] | None = None) -> str:
+    """The module-level statement of the shapes the kernels take: the shapes they were
+    generated for and, when `batch_inputs` (names) may vary their leading dim, that they
+    take any batch size there."""
+    shapes = shape_inputs(an, args_of(an))
+    batch_inputs = batch_inputs or set()
+    takes = {name: "(" + ", ".join(["B", *map(str, shape[1:])] if name in batch_inputs
+                                   else map(str, shape)) + ("," if len(shape) == 1 else "")
+             + ")" for name, shape in shapes}
+    return "\n".join([CONTRACT_START, f"KH_GENERATED_FOR = {dict(shapes)!r}",
+                      f"KH_TAKES = {takes!r}", f"KH_ANY_BATCH = {bool(batch_inputs)!r}"]) \
+        + _EXPECT_SHAPE + CONTRACT_END

@@ -17,7 +17,7 @@ import random
 from typing import Any
 
 from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisRequest
-from search_engine.synthesis.offline import staged, templates
+from search_engine.synthesis.offline import staged, templates, travel
 from search_engine.synthesis.offline.analysis import Analysis, analyze
 
 # family name -> the module with its parameters, moves and rendering (render, default_params,
@@ -39,8 +39,18 @@ def prepared(an: Analysis) -> Analysis:
         templates.prepare_matmul(an)
         return an
     except NotCoveredError as refused:
-        return staged.classify(an.nodes, an.output, an.input_count, an.op_names,
-                               an.input_names, an.output_dtype, refused)
+        staged_an = staged.classify(an.nodes, an.output, an.input_count, an.op_names,
+                                    an.input_names, an.output_dtype, refused)
+        staged_an.batch_variants = getattr(an, "batch_variants", {})
+        return staged_an
+
+
+def prepared_variant(variant: Analysis) -> Analysis:
+    """A batch variant of the problem's graph, prepared once like the graph itself."""
+    done = getattr(variant, "_prepared", None)
+    if done is None:
+        done = variant._prepared = prepared(variant)
+    return done
 
 
 def planned(an: Analysis) -> Analysis:
@@ -54,12 +64,27 @@ def planned(an: Analysis) -> Analysis:
                               f"({type(exc).__name__}: {exc})", list(an.op_names)) from exc
 
 
+def traveling_render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
+    """The candidate, taking any batch size where its sizes follow the batch (`travel`).
+    At the other batch sizes the parameters are clamped as the family clamps them for a
+    problem of that shape: a parameter tied to a size (a row held whole in registers)
+    then differs between the renders, so the module keeps its traced shape."""
+    def render_one(a: Analysis) -> str:
+        module = family_module(a)
+        chosen = params if a is an else module.clamp(a, params)
+        if a is not an and not module.valid(a, chosen):
+            raise NotCoveredError("the parameters do not hold at another batch size")
+        return module.render(problem_source, a, chosen)
+
+    return travel.render(render_one, an, prepared_variant)
+
+
 def checked_render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
     """The family writer's source for `params`, compiled (never run) before it is proposed:
     a writer's failure or invalid Python is a refusal naming the writer and the ops, never
     an evaluation spent on a `compile_error`."""
     try:
-        source = family_module(an).render(problem_source, an, params)
+        source = traveling_render(problem_source, an, params)
     except NotCoveredError:
         raise
     except Exception as exc:
@@ -147,9 +172,9 @@ class OfflineSynthesizer:
             seen.add(source)
             move = templates.move_record(transformation, parent_params or {}, params,
                                          request.parent.id, diagnosis)
+            notes = f"{family_module(an).notes(an, params)}; {travel.shape_note(source, an)}"
             proposal = Proposal(source=source, transformation=transformation, params=params,
-                                notes=family_module(an).notes(an, params), move=move,
-                                pruned=problem)
+                                notes=notes, move=move, pruned=problem)
             (pruned if problem else proposals).append(proposal)
             if len(proposals) >= n:
                 break

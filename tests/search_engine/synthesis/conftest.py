@@ -28,14 +28,20 @@ def load_problem(problem_source: str):
     return module
 
 
-def run_candidate(problem_source: str, candidate_source: str, tmp_path: Path, seed: int = 1):
-    """(reference output, candidate output, launched kernel names) on the problem's inputs."""
+def load_candidate(candidate_source: str, tmp_path: Path):
+    """A generated candidate imported from a file (Triton reads its kernels' source)."""
     path = tmp_path / f"candidate_{next(_counter)}.py"
     path.write_text(candidate_source)
     spec = importlib.util.spec_from_file_location(path.stem + f"_{id(path)}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def run_candidate(problem_source: str, candidate_source: str, tmp_path: Path, seed: int = 1):
+    """(reference output, candidate output, launched kernel names) on the problem's inputs."""
+    module = load_candidate(candidate_source, tmp_path)
     problem = load_problem(problem_source)
     torch.manual_seed(0)
     reference = problem.Model(*problem.get_init_inputs()).eval()  # as the evaluator runs it
@@ -75,6 +81,22 @@ def traced_analysis(source: str):
     from search_engine.synthesis.offline.synthesizer import prepared
 
     return prepared(analysis_from_json(analysis_to_json(trace_module(load_problem(source)))))
+
+
+def traveling_analysis(source: str):
+    """`traced_analysis` with the batch variants the sandboxed probe adds (the problem traced
+    at two more batch sizes), so the synthesizer's modules can take any batch size."""
+    from search_engine.problem_probe import _batch_analyses
+    from search_engine.synthesis.offline.analysis import (
+        analysis_from_json, analysis_to_json, trace_module,
+    )
+    from search_engine.synthesis.offline.synthesizer import prepared
+
+    module = load_problem(source)
+    an = analysis_from_json(analysis_to_json(trace_module(module)))
+    an.batch_variants = {v["batch"]: analysis_from_json(v["analysis"])
+                         for v in _batch_analyses(module, an)}
+    return prepared(an)
 
 
 def assert_default_kernel_matches(source: str, target: str, tmp_path: Path, seeds=(1, 2),
