@@ -15,5 +15,6 @@ urlpatterns = [
     path("candidates/<int:pk>/", views.candidate_detail, name="candidate_detail"),
     path("candidates/<int:pk>/diagnostics.json", views.candidate_diagnostics,
          name="candidate_diagnostics"),
+    path("candidates/<int:pk>/download/", views.candidate_download, name="candidate_download"),
     path("candidates/<int:pk>/propose/", views.candidate_propose, name="candidate_propose"),
 ]

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer, PythonLexer
 
-from kernelhub.optimization import services
+from kernelhub.optimization import code_render, services
 from kernelhub.optimization.candidates import candidate_details
 from kernelhub.optimization.forms import SessionForm
 from kernelhub.optimization.models import Problem, SearchSession
@@ -42,7 +37,6 @@ CONTROL_ACTIONS = {
     "resume": services.session_resume,
     "cancel": services.session_cancel,
 }
-CODE_STYLE = "monokai"
 
 
 # --- offline coverage -------------------------------------------------------------------------
@@ -264,21 +258,15 @@ def session_events(request, pk: int):
 def candidate_detail(request, pk: int):
     candidate = candidate_get_for_user(request.user, pk)
     session = candidate.session
-    formatter = HtmlFormatter(linenos="table", cssclass="highlight", style=CODE_STYLE)
     parent = candidate.parent
-    diff_lines = list(difflib.unified_diff(
-        (parent.source if parent else "").splitlines(keepends=True),
-        candidate.source.splitlines(keepends=True),
-        fromfile=f"{parent.node_id if parent else 'empty'}.py", tofile=f"{candidate.node_id}.py"))
+    diff = code_render.code_diff(parent.source if parent else "", candidate.source,
+                                 f"{parent.node_id if parent else 'empty'}.py",
+                                 f"{candidate.node_id}.py")
     details = candidate_details(candidate)  # what of the result has no column
     return render(request, "optimization/candidate_detail.html", {
         "candidate": candidate, "session": session, "parent": parent,
-        "source_html": highlight(candidate.source or "# (no source)\n", PythonLexer(), formatter),
-        "diff_html": highlight("".join(diff_lines), DiffLexer(),
-                               HtmlFormatter(cssclass="highlight", style=CODE_STYLE))
-        if diff_lines else "",
-        "diff_stats": _diff_stats(diff_lines),
-        "code_css": HtmlFormatter(style=CODE_STYLE).get_style_defs(".highlight"),
+        "source_html": code_render.source_html(candidate.source),
+        "diff_html": diff["html"], "diff_stats": diff["stats"], "code_css": code_render.code_css(),
         "timing_rows": _timing_rows(candidate.timing or {}),
         "trials": details.get("correctness") or [],
         "kernels": (candidate.diagnostics or {}).get("kernels") or [],
@@ -317,17 +305,22 @@ def _params_text(params) -> str:
     return str(params)
 
 
-def _diff_stats(lines: list[str]) -> str:
-    added = sum(1 for l in lines if l.startswith("+") and not l.startswith("+++"))
-    removed = sum(1 for l in lines if l.startswith("-") and not l.startswith("---"))
-    return format_html("<span class='added'>+{}</span> <span class='removed'>−{}</span>",
-                       added, removed)
-
-
 def _timing_rows(timing: dict) -> list[dict]:
     order = {"candidate": 0, "eager": 1, "compile": 2}
     return [dict(name=name, **(stats or {}))
             for name, stats in sorted(timing.items(), key=lambda kv: order.get(kv[0], 9))]
+
+
+@login_required
+@require_GET
+def candidate_download(request, pk: int):
+    """Any candidate's source as a .py file, for members of its team (others get a 404)."""
+    candidate = candidate_get_for_user(request.user, pk)
+    response = HttpResponse(candidate.source, content_type="text/x-python; charset=utf-8")
+    response["Content-Disposition"] = (
+        f'attachment; filename="kernelhub-session-{candidate.session_id}-'
+        f'candidate-{candidate.node_id}.py"')
+    return response
 
 
 @login_required
