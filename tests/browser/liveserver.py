@@ -214,9 +214,9 @@ def serve(port: int) -> None:
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server
 
-    from kernelhub.asgi import application
+    _setup_data()  # collectstatic first, as `make run`: WhiteNoise without DEBUG indexes
+    from kernelhub.asgi import application  # the collected files when it starts
 
-    _setup_data()
     sys.stdout.write(json.dumps({"ready": True, "port": port}) + "\n")
     sys.stdout.flush()
     threading.Thread(target=_command_loop, daemon=True).start()
