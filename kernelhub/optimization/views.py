@@ -7,12 +7,13 @@ import logging
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from kernelhub.optimization import code_render, services
+from kernelhub.listing import list_context, render_list
+from kernelhub.optimization import code_render, page_lists, services
 from kernelhub.optimization.candidates import candidate_details
 from kernelhub.optimization.forms import SessionForm
 from kernelhub.optimization.models import Problem, SearchSession
@@ -57,11 +58,14 @@ def offline_coverage(problem: Problem) -> dict:
 @login_required
 @require_GET
 def problem_list(request):
-    problems = list(problem_list_with_stats_for_user(request.user))
-    for problem in problems:
+    context = list_context(request, problem_list_with_stats_for_user(request.user),
+                           page_lists.PROBLEMS)
+    for problem in context["page_obj"].object_list:
         problem.family_label = problem_family(problem)
-    return render(request, "optimization/problem_list.html", {
-        "problems": problems, "can_launch": bool(teams_where_user_can(request.user, "launch"))})
+        offline_coverage(problem)  # a check never asked for, or gone stale, is asked again
+    context["can_launch"] = bool(teams_where_user_can(request.user, "launch"))
+    return render_list(request, "optimization/problem_list.html",
+                       "optimization/partials/problem_list_body.html", context)
 
 
 @login_required
@@ -84,10 +88,10 @@ def problem_detail(request, pk: int):
 @login_required
 @require_GET
 def session_list(request):
-    sessions = session_list_for_user(request.user)[:200]
-    can_launch = bool(teams_where_user_can(request.user, "launch"))
-    return render(request, "optimization/session_list.html",
-                  {"sessions": sessions, "can_launch": can_launch})
+    context = list_context(request, session_list_for_user(request.user), page_lists.SESSIONS)
+    context["can_launch"] = bool(teams_where_user_can(request.user, "launch"))
+    return render_list(request, "optimization/session_list.html",
+                       "optimization/partials/session_list_body.html", context)
 
 
 @login_required
@@ -309,18 +313,6 @@ def _timing_rows(timing: dict) -> list[dict]:
     order = {"candidate": 0, "eager": 1, "compile": 2}
     return [dict(name=name, **(stats or {}))
             for name, stats in sorted(timing.items(), key=lambda kv: order.get(kv[0], 9))]
-
-
-@login_required
-@require_GET
-def candidate_download(request, pk: int):
-    """Any candidate's source as a .py file, for members of its team (others get a 404)."""
-    candidate = candidate_get_for_user(request.user, pk)
-    response = HttpResponse(candidate.source, content_type="text/x-python; charset=utf-8")
-    response["Content-Disposition"] = (
-        f'attachment; filename="kernelhub-session-{candidate.session_id}-'
-        f'candidate-{candidate.node_id}.py"')
-    return response
 
 
 @login_required
