@@ -14,7 +14,7 @@ LAST_COLUMN_VISIBLE = """(card) => {
 }"""
 
 
-def test_dashboard_tables_are_not_clipped_at_1440(chromium, live_server_process):
+def test_dashboard_tables_are_not_clipped_at_1440(chromium, live_server_process, login):
     server = live_server_process
     for i in range(3):
         pk = server.command("create_session", hardware="h200", status="finished",
@@ -25,11 +25,7 @@ def test_dashboard_tables_are_not_clipped_at_1440(chromium, live_server_process)
     server.command("create_session", hardware="h200", status="running")
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
-    page.goto(server.url + "/accounts/login/")
-    page.fill("#id_username", "alpha-viewer")
-    page.fill("#id_password", "pw-viewer")
-    page.click("#login-submit")
-    page.wait_for_url(server.url + "/")
+    login(page, "alpha-viewer", "pw-viewer")
     for card, last in (("#finished-sessions", "Best × compile"),
                        ("#running-sessions", "Best × compile"),
                        ("#approved-kernels", "Reviewer")):
