@@ -8,6 +8,8 @@ import datetime as dt
 
 import pytest
 
+from tests.browser.conftest import upload_document
+
 FITS = """(selector) => [...document.querySelectorAll(selector)].every(card =>
     card.scrollWidth <= card.clientWidth + 1)"""
 
@@ -178,13 +180,7 @@ def test_document_page_turns_ready_without_reload_and_search_hints_weak_matches(
                       "Pad the tile by one column to avoid bank conflicts on H200.\n\n"
                       "## Coalescing\n\nAdjacent threads should read adjacent addresses.\n")
     login(page, "alpha-engineer", "pw-engineer")
-    page.goto(server.url + "/knowledge/")
-    form = page.locator("#kb-upload-form")
-    form.locator("input[type=file]").set_input_files(str(manual))
-    form.locator("[name=hardware]").fill("h200")
-    form.locator("[name=category]").select_option("general-optimization")
-    form.locator("button[type=submit]").click()
-    page.wait_for_url("**/knowledge/documents/*/")
+    upload_document(page, server.url, manual)
     page.evaluate("window.notReloaded = true")
     try:
         page.wait_for_selector("#kb-document[data-status=ready]", timeout=180_000)

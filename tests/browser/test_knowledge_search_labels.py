@@ -4,6 +4,8 @@ its passage, open and highlighted."""
 
 from __future__ import annotations
 
+from tests.browser.conftest import upload_document
+
 MANUAL = ("# Shared memory\n\nShared memory bank conflicts serialize accesses. Pad the tile by "
           "one column to avoid shared memory bank conflicts on the H200.\n\n"
           "## Coalescing\n\nAdjacent threads should read adjacent addresses so that global "
@@ -16,13 +18,7 @@ def test_search_labels_are_calibrated_and_results_open_on_the_passage(
     manual = tmp_path / "smem.md"
     manual.write_text(MANUAL)
     login(page, "alpha-engineer", "pw-engineer")
-    page.goto(server.url + "/knowledge/")
-    form = page.locator("#kb-upload-form")
-    form.locator("input[type=file]").set_input_files(str(manual))
-    form.locator("[name=hardware]").fill("h200")
-    form.locator("[name=category]").select_option("general-optimization")
-    form.locator("button[type=submit]").click()
-    page.wait_for_url("**/knowledge/documents/*/")
+    upload_document(page, server.url, manual)
     page.wait_for_selector("#kb-document[data-status=ready]", timeout=180_000)
 
     page.goto(server.url + "/knowledge/search/?q=how+to+avoid+shared+memory+bank+conflicts")
