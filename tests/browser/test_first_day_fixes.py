@@ -110,7 +110,7 @@ def test_candidate_page_numbers_and_tables_fit(page, live_server_process, login,
     login(page, "alpha-viewer", "pw-viewer")
     page.set_viewport_size({"width": 1100, "height": 900})
     page.goto(f"{server.url}/sessions/candidates/{cand}/")
-    assert page.inner_text("h1").startswith(f"Candidate {cand} ")
+    assert page.inner_text("h1").startswith("tiny-relu · candidate 1 ")
     trials = page.inner_text("#trials")
     assert "1.23e-07" in trials and "1.2345678901234567e-07" not in trials
     assert "17.5 µs" in page.inner_text("#timings") and page.inner_text("#cand-eager") == "2.46×"
