@@ -248,7 +248,7 @@ def _measure_queries(args) -> None:
         allowed = allowed_documents(scope, hw, None)
         snapshot.index.top(q, 50, snapshot.mask(allowed))
         t3 = time.perf_counter()
-        ids = _vector_ranking(v, snapshot, scope, hw, None, allowed)  # Chroma query + our filter
+        ids = [cid for cid, _ in _vector_ranking(v, snapshot, scope, hw, None, allowed)]
         t4 = time.perf_counter()
         Chunk.objects.select_related("document").in_bulk(ids[:10])
         t5 = time.perf_counter()

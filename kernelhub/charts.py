@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 GREEN, BLUE, RED, ORANGE, PURPLE, GREY, GOLD = (
     "#3ecf8e", "#5aa9ff", "#ff6b6b", "#ffb347", "#c792ea", "#7f8797", "#ffd54f")
 OUTCOME_COLORS = {"correct": GREEN, "incorrect": RED, "hack": ORANGE, "lazy": PURPLE,
-                  "error": GREY}
+                  "kernel error": GREY, "infrastructure": "#3b4a66"}
 GRID = "#232b3d"
 
 

@@ -69,12 +69,43 @@ def _default_data_dir() -> str:
 KERNELHUB_DATA_DIR = Path(env_str("KERNELHUB_DATA_DIR") or _default_data_dir()).resolve()
 KERNELHUB_DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = env_bool("DEBUG", True)
-_INSECURE_DEV_KEY = "django-insecure-kernelhub-embedded-default-only"
-SECRET_KEY = env_str("SECRET_KEY", _INSECURE_DEV_KEY)
-if not DEBUG and SECRET_KEY == _INSECURE_DEV_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+# Debug pages only when asked (DEBUG=1): `make run` serves plain error pages by default.
+DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "testserver"}
+# Served beyond this machine: HTTPS-only cookies, HSTS and the SSL redirect (below), and a
+# SECRET_KEY that the operator sets. Loopback only (`make run`): plain HTTP works.
+KERNELHUB_HTTPS = env_bool("KERNELHUB_HTTPS", not DEBUG and not set(ALLOWED_HOSTS) <= LOCAL_HOSTS)
+
+
+def _secret_key_from_data_dir() -> str:
+    """The embedded default's key: generated once into the data directory, then reused, so
+    sessions survive a restart and no key ships in the code."""
+    path = KERNELHUB_DATA_DIR / "secret_key"
+    if not path.exists():
+        import secrets
+        import tempfile
+
+        # Written whole, then linked into place: a second process starting at the same
+        # moment either wins the link or reads the winner's complete key.
+        fd, temporary = tempfile.mkstemp(dir=KERNELHUB_DATA_DIR, prefix=".secret_key.")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if KERNELHUB_HTTPS:
+        raise ImproperlyConfigured("SECRET_KEY must be set when KernelHub is served beyond "
+                                   "this machine (ALLOWED_HOSTS names other hosts)")
+    SECRET_KEY = _secret_key_from_data_dir()
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
@@ -101,6 +132,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Pages and JSON compressed (Django's BREACH mitigation pads each gzip stream);
+    # static files come precompressed from WhiteNoise and pass through untouched.
+    "django.middleware.gzip.GZipMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -324,8 +358,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- production hardening: on whenever DEBUG is off ------------------------------------------
-if not DEBUG:
+# --- production hardening: on whenever served beyond this machine (KERNELHUB_HTTPS) ---------
+if KERNELHUB_HTTPS:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True

@@ -46,6 +46,9 @@ class RetrievedChunk:
     vendor: str
     hardware: list[str]
     category: str
+    # Cosine similarity of the passage to the query (None: found by the word search only):
+    # an absolute measure, unlike the rank-fused score, so "strong" means the same each time.
+    similarity: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -149,26 +152,29 @@ def allowed_documents(scope: KnowledgeScope, hardware: str | None,
 
 def _vector_ranking(vector: np.ndarray, snapshot: _LexicalSnapshot, scope: KnowledgeScope,
                     hardware: str | None, categories: list[str] | None,
-                    allowed: frozenset[int] | None) -> list[int]:
-    """Chunk ids nearest to `vector`. Chroma itself filters by the scope (team_id/shared
-    metadata), so another team's chunks never come back; the cheaper hardware/category
-    filters are applied here to an over-fetched ranking, falling back to Chroma's own."""
+                    allowed: frozenset[int] | None) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) nearest to `vector`, best first. Chroma itself filters
+    by the scope (team_id/shared metadata), so another team's chunks never come back; the
+    cheaper hardware/category filters are applied here to an over-fetched ranking, falling
+    back to Chroma's own."""
     depth = min(CANDIDATES, snapshot.index.size)
     scope_where = scope.chroma_where()
     if allowed is None:
-        return [int(id_) for id_, _ in store.query(store.CHUNKS, vector, depth, where=scope_where)]
+        return [(int(id_), sim) for id_, sim in store.query(store.CHUNKS, vector, depth,
+                                                           where=scope_where)]
     allowed_chunks = snapshot.allowed_ids(allowed)
     if not allowed_chunks:
         return []
     if not hardware and not categories:
         hits = store.query(store.CHUNKS, vector, depth, where=scope_where)
-        return [int(id_) for id_, _ in hits if int(id_) in allowed_chunks]
+        return [(int(id_), sim) for id_, sim in hits if int(id_) in allowed_chunks]
     hits = store.query(store.CHUNKS, vector, min(depth * VECTOR_OVERFETCH, snapshot.index.size),
                        where=scope_where)
-    ranked = [int(id_) for id_, _ in hits if int(id_) in allowed_chunks][:depth]
+    ranked = [(int(id_), sim) for id_, sim in hits if int(id_) in allowed_chunks][:depth]
     if len(ranked) < min(len(allowed_chunks), MIN_FILTERED_HITS):
         where = and_where(chroma_where(hardware, categories), scope_where)
-        ranked = [int(id_) for id_, _ in store.query(store.CHUNKS, vector, depth, where=where)
+        ranked = [(int(id_), sim) for id_, sim in store.query(store.CHUNKS, vector, depth,
+                                                              where=where)
                   if int(id_) in allowed_chunks]
     return ranked
 
@@ -195,8 +201,9 @@ def retrieve(query: str, hardware: str | None = None, categories: list[str] | No
         return []
     lexical = [int(snapshot.chunk_ids[row])
                for row, _ in snapshot.index.top(query, CANDIDATES, snapshot.mask(allowed))]
-    vector = _vector_ranking(embed_query(query), snapshot, scope, hardware, categories, allowed)
-    fused = reciprocal_rank_fusion([vector, lexical])
+    nearest = _vector_ranking(embed_query(query), snapshot, scope, hardware, categories, allowed)
+    similarity = dict(nearest)
+    fused = reciprocal_rank_fusion([[chunk_id for chunk_id, _ in nearest], lexical])
     rows = Chunk.objects.select_related("document").in_bulk([cid for cid, _ in fused[: k * 2]])
     visible = Document.objects.filter(scope.q())  # the database has the last word
     visible_ids = set(visible.filter(pk__in={c.document_id for c in rows.values()})
@@ -211,6 +218,7 @@ def retrieve(query: str, hardware: str | None = None, categories: list[str] | No
             chunk_id=chunk.pk, document_id=doc.pk, document=doc.title, filename=doc.filename,
             text=chunk.text, score=round(score, 6), page=chunk.page, section=chunk.section,
             vendor=doc.vendor, hardware=list(doc.hardware), category=doc.category,
+            similarity=round(similarity[chunk_id], 4) if chunk_id in similarity else None,
         ))
         if len(results) == k:
             break

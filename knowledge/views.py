@@ -17,7 +17,6 @@ from kernelhub.teams.selectors import teams_where_user_can, user_can_upload
 from knowledge import selectors, services
 from knowledge.errors import KnowledgeInputError
 from knowledge.forms import DocumentUploadForm, SearchForm, SkillForm
-from knowledge.fusion import RRF_K
 from knowledge.selectors import KnowledgeScope
 
 
@@ -87,9 +86,16 @@ def document_detail(request, pk: int):
 
 
 def _document_context(request, document) -> dict:
+    chunks = list(selectors.chunk_list(document)[:200])
+    target = request.GET.get("chunk", "")
+    target = int(target) if target.isdigit() else None
+    if target is not None and all(c.pk != target for c in chunks):
+        # A search result deep in a long manual: its passage is shown in its place too.
+        found = selectors.chunk_list(document).filter(pk=target).first()
+        if found is not None:
+            chunks = sorted([*chunks, found], key=lambda c: c.ordinal)
     return {
-        "document": document,
-        "chunks": selectors.chunk_list(document)[:200],
+        "document": document, "chunks": chunks, "target_chunk": target,
         "can_upload": services.user_may(request.user, document.team, "upload"),
         "can_share": services.user_may(request.user, document.team, "manage"),
     }
@@ -164,30 +170,32 @@ def search(request):
             error = str(exc)
         skills = selectors.skill_search(form.cleaned_data["q"], scope=scope,
                                         hardware=form.cleaned_data["hardware"] or None, k=3)
-    rows = [{"r": r, **match_strength(r.score)} for r in results]
+    rows = [{"r": r, **match_strength(r.similarity)} for r in results]
     return render(request, "knowledge/search.html", {
         "form": form, "results": rows, "skills": skills, "error": error,
-        "weak": bool(rows) and all(row["weak"] for row in rows)})
+        "weak": bool(rows) and not any(row["strong"] for row in rows)})
 
 
-# A passage ranked first by both the word (BM25) and the meaning (vector) search scores
-# 2 / (RRF_K + 1): the most reciprocal-rank fusion gives. Found by one search only, it scores
-# at most half of that.
-BEST_FUSED_SCORE = 2.0 / (RRF_K + 1)
-WEAK_BELOW = 0.55
+# Labels come from the passage's cosine similarity to the question (all-MiniLM-L6-v2), an
+# absolute measure: the fused rank score puts *some* passage first for any question, even one
+# no document answers. On our manuals, passages that answer a question score >= 0.5; text
+# on the same subject that does not answer it, 0.3-0.5; unrelated text, below 0.3.
+STRONG_FROM = 0.5
+RELATED_FROM = 0.35
 
 
-def match_strength(score: float) -> dict:
-    """A fused score as a reader takes it: relevance in % of the best possible, and a word."""
-    relevance = max(0.0, min(1.0, score / BEST_FUSED_SCORE))
-    if relevance >= 0.8:
+def match_strength(similarity: float | None) -> dict:
+    """A passage's similarity as a reader takes it: a percentage and a word."""
+    if similarity is None:  # found by the word search alone
+        return {"relevance": 0, "strength": "word match only", "weak": True, "strong": False}
+    if similarity >= STRONG_FROM:
         word = "strong match"
-    elif relevance >= WEAK_BELOW:
-        word = "good match"
+    elif similarity >= RELATED_FROM:
+        word = "related"
     else:
         word = "weak match"
-    return {"relevance": round(relevance * 100), "strength": word,
-            "weak": relevance < WEAK_BELOW}
+    return {"relevance": max(0, round(similarity * 100)), "strength": word,
+            "weak": similarity < RELATED_FROM, "strong": similarity >= STRONG_FROM}
 
 
 @login_required

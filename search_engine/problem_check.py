@@ -3,7 +3,8 @@
 Static checks first, in this process and without running anything (it parses; it defines
 `Model`, `get_inputs`, `get_init_inputs`). Then the problem runs in the sandbox
 (`search_engine.problem_probe --task validate`: no network, only its work dir writable, a
-time and a memory limit): `get_init_inputs()`, `Model(*init)`, `get_inputs()` must run. The
+time and a memory limit): `get_init_inputs()`, `Model(*init)`, `get_inputs()` and the
+forward on those inputs must run (a reference that raises is no reference). The
 sandbox reports the inputs' shapes and dtypes as JSON, which is checked strictly here; a
 missing or malformed answer is a `ProblemInvalid` with a readable message.
 """
@@ -59,8 +60,8 @@ def check_problem(source: str, timeout_s: float = 30.0,
                             memory_bytes=memory_bytes).payload
     except ProbeFailed as exc:
         if exc.kind == "timeout":
-            raise ProblemInvalid(f"Importing the problem and calling get_inputs() took over "
-                                 f"{timeout_s:.0f} s.") from None
+            raise ProblemInvalid(f"Importing the problem, calling get_inputs() and forward() "
+                                 f"took over {timeout_s:.0f} s.") from None
         if exc.kind == "memory":
             raise ProblemInvalid(f"Running the problem {exc} (the limit for a problem)."
                                  ) from None

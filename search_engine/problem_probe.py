@@ -221,6 +221,7 @@ def _validate(module) -> dict[str, Any]:
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     if not tensors:
         raise TypeError("get_inputs() returned no tensor")
+    _check_forward_runs(module, init, model, inputs)
     floats = [t for t in tensors if t.is_floating_point()]
     parameters = model.parameters() if isinstance(model, torch.nn.Module) else []
     return {
@@ -229,6 +230,32 @@ def _validate(module) -> dict[str, Any]:
         "dtype": _dtype_name((floats or tensors)[0].dtype),
         "parameter_count": int(sum(p.numel() for p in parameters)),
     }
+
+
+def _check_forward_runs(module, init, model, inputs) -> None:
+    """A problem whose forward raises cannot be a reference: call it once.
+
+    First on meta tensors (no data, no time at any size: a forward that always raises or
+    mismatches its shapes fails there). Only when that fails is the real forward run, so a
+    refusal is always the problem's own error on its own inputs, never a meta-device gap."""
+    import torch
+
+    def on_meta(value):
+        return value.to("meta") if isinstance(value, torch.Tensor) else value
+
+    with torch.no_grad():
+        try:
+            with torch.device("meta"):  # built without memory, whatever its size
+                meta_model = module.Model(*init)
+            meta_model(*[on_meta(x) for x in inputs])
+            return
+        except Exception:  # noqa: BLE001: confirmed (or not) by the real run below
+            pass
+        try:
+            model(*inputs)
+        except Exception as exc:
+            raise RuntimeError(f"Model(...).forward(*get_inputs()) raised {type(exc).__name__}: "
+                               f"{exc}; a reference must run on its own inputs") from exc
 
 
 def _analyze(module) -> dict[str, Any]:

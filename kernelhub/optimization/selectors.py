@@ -81,6 +81,8 @@ def session_best_candidate(session: SearchSession) -> Candidate | None:
 OUTCOMES = {"correct": "correct", "incorrect": "incorrect", "hack_suspected": "hack",
             "rejected_lazy": "lazy"}
 NOT_EVALUATED = ("reference", "pending", "evaluating")
+CANCELLED = "cancelled"  # a node the search cancelled: never evaluated
+INFRASTRUCTURE_KEY = "infrastructure_failure"  # in diagnostics of a job no worker could run
 
 
 def problem_family(problem: Problem) -> str:
@@ -127,23 +129,33 @@ def approved_speedups_for_user(user: AbstractBaseUser) -> list[dict]:
 
 
 def evaluations_per_day_for_user(user: AbstractBaseUser, days: int = 30) -> list[dict]:
-    """[{"day": date, "outcome": correct | incorrect | hack | lazy | error, "count"}] of the
-    candidates evaluated in the user's teams over the last `days` days."""
+    """[{"day": date, "outcome": correct | incorrect | hack | lazy | kernel error |
+    infrastructure, "count"}] of the candidates evaluated in the user's teams over the last
+    `days` days."""
     import datetime as dt
 
     from django.db.models import Count
     from django.db.models.functions import TruncDate
     from django.utils import timezone
 
+    from django.db.models import BooleanField, Case, Value, When
+
     since = timezone.now() - dt.timedelta(days=days)
+    # Cancelled nodes never ran; a job the infrastructure could not run is not the kernel's
+    # error: it gets its own outcome.
+    infrastructure = Case(When(diagnostics__has_key=INFRASTRUCTURE_KEY, then=Value(True)),
+                          default=Value(False), output_field=BooleanField())
     rows = (Candidate.objects.filter(session__team_id__in=team_ids_for_user(user),
                                      evaluated_at__gte=since)
-            .exclude(status__in=NOT_EVALUATED)
-            .annotate(day=TruncDate("evaluated_at")).values("day", "status")
+            .exclude(status__in=(*NOT_EVALUATED, CANCELLED))
+            .annotate(day=TruncDate("evaluated_at"), infrastructure=infrastructure)
+            .values("day", "status", "infrastructure")
             .annotate(count=Count("pk")).order_by("day"))
     merged: dict[tuple, int] = {}
     for row in rows:
-        key = (row["day"], OUTCOMES.get(row["status"], "error"))
+        outcome = "infrastructure" if row["infrastructure"] else \
+            OUTCOMES.get(row["status"], "kernel error")
+        key = (row["day"], outcome)
         merged[key] = merged.get(key, 0) + row["count"]
     return [{"day": day, "outcome": outcome, "count": count}
             for (day, outcome), count in sorted(merged.items())]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 
 from django.contrib import messages
@@ -11,13 +10,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import DiffLexer, PythonLexer
 
-from kernelhub.optimization import services
+from kernelhub.listing import list_context, render_list
+from kernelhub.optimization import code_render, page_lists, services
 from kernelhub.optimization.candidates import candidate_details
 from kernelhub.optimization.forms import SessionForm
 from kernelhub.optimization.models import Problem, SearchSession
@@ -42,7 +38,6 @@ CONTROL_ACTIONS = {
     "resume": services.session_resume,
     "cancel": services.session_cancel,
 }
-CODE_STYLE = "monokai"
 
 
 # --- offline coverage -------------------------------------------------------------------------
@@ -63,11 +58,14 @@ def offline_coverage(problem: Problem) -> dict:
 @login_required
 @require_GET
 def problem_list(request):
-    problems = list(problem_list_with_stats_for_user(request.user))
-    for problem in problems:
+    context = list_context(request, problem_list_with_stats_for_user(request.user),
+                           page_lists.PROBLEMS)
+    for problem in context["page_obj"].object_list:
         problem.family_label = problem_family(problem)
-    return render(request, "optimization/problem_list.html", {
-        "problems": problems, "can_launch": bool(teams_where_user_can(request.user, "launch"))})
+        offline_coverage(problem)  # a check never asked for, or gone stale, is asked again
+    context["can_launch"] = bool(teams_where_user_can(request.user, "launch"))
+    return render_list(request, "optimization/problem_list.html",
+                       "optimization/partials/problem_list_body.html", context)
 
 
 @login_required
@@ -90,10 +88,10 @@ def problem_detail(request, pk: int):
 @login_required
 @require_GET
 def session_list(request):
-    sessions = session_list_for_user(request.user)[:200]
-    can_launch = bool(teams_where_user_can(request.user, "launch"))
-    return render(request, "optimization/session_list.html",
-                  {"sessions": sessions, "can_launch": can_launch})
+    context = list_context(request, session_list_for_user(request.user), page_lists.SESSIONS)
+    context["can_launch"] = bool(teams_where_user_can(request.user, "launch"))
+    return render_list(request, "optimization/session_list.html",
+                       "optimization/partials/session_list_body.html", context)
 
 
 @login_required
@@ -264,21 +262,15 @@ def session_events(request, pk: int):
 def candidate_detail(request, pk: int):
     candidate = candidate_get_for_user(request.user, pk)
     session = candidate.session
-    formatter = HtmlFormatter(linenos="table", cssclass="highlight", style=CODE_STYLE)
     parent = candidate.parent
-    diff_lines = list(difflib.unified_diff(
-        (parent.source if parent else "").splitlines(keepends=True),
-        candidate.source.splitlines(keepends=True),
-        fromfile=f"{parent.node_id if parent else 'empty'}.py", tofile=f"{candidate.node_id}.py"))
+    diff = code_render.code_diff(parent.source if parent else "", candidate.source,
+                                 f"{parent.node_id if parent else 'empty'}.py",
+                                 f"{candidate.node_id}.py")
     details = candidate_details(candidate)  # what of the result has no column
     return render(request, "optimization/candidate_detail.html", {
         "candidate": candidate, "session": session, "parent": parent,
-        "source_html": highlight(candidate.source or "# (no source)\n", PythonLexer(), formatter),
-        "diff_html": highlight("".join(diff_lines), DiffLexer(),
-                               HtmlFormatter(cssclass="highlight", style=CODE_STYLE))
-        if diff_lines else "",
-        "diff_stats": _diff_stats(diff_lines),
-        "code_css": HtmlFormatter(style=CODE_STYLE).get_style_defs(".highlight"),
+        "source_html": code_render.source_html(candidate.source),
+        "diff_html": diff["html"], "diff_stats": diff["stats"], "code_css": code_render.code_css(),
         "timing_rows": _timing_rows(candidate.timing or {}),
         "trials": details.get("correctness") or [],
         "kernels": (candidate.diagnostics or {}).get("kernels") or [],
@@ -315,13 +307,6 @@ def _params_text(params) -> str:
     if isinstance(params, dict):
         return ", ".join(f"{key}={value}" for key, value in params.items())
     return str(params)
-
-
-def _diff_stats(lines: list[str]) -> str:
-    added = sum(1 for l in lines if l.startswith("+") and not l.startswith("+++"))
-    removed = sum(1 for l in lines if l.startswith("-") and not l.startswith("---"))
-    return format_html("<span class='added'>+{}</span> <span class='removed'>−{}</span>",
-                       added, removed)
 
 
 def _timing_rows(timing: dict) -> list[dict]:

@@ -30,3 +30,12 @@ def review_get_for_user(user: AbstractBaseUser, pk: int) -> Review:
 
 def audit_trail_for_user(user: AbstractBaseUser) -> QuerySet[AuditEvent]:
     return AuditEvent.objects.filter(team_id__in=team_ids_for_user(user)).select_related("actor")
+
+
+def review_next_for_user(user: AbstractBaseUser, after: Review) -> Review | None:
+    """The pending review that follows `after` in the queue's order (newest proposal first),
+    wrapping round to the top; None when nothing else waits."""
+    pending = review_queue_for_user(user).exclude(pk=after.pk).order_by("-proposed_at", "-pk")
+    following = pending.filter(proposed_at__lte=after.proposed_at).exclude(
+        proposed_at=after.proposed_at, pk__gt=after.pk).first()
+    return following or pending.first()

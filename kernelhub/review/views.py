@@ -8,11 +8,14 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from kernelhub.optimization import code_render
+from kernelhub.review.evidence import candidate_evidence
 from kernelhub.review.forms import DecisionForm
 from kernelhub.review.selectors import (
     approved_kernels_for_user,
     audit_trail_for_user,
     review_get_for_user,
+    review_next_for_user,
     review_queue_for_user,
 )
 from kernelhub.review.services import kernel_approve, kernel_reject
@@ -39,6 +42,27 @@ def queue(request):
 
 
 @login_required
+@require_GET
+def detail(request, pk: int):
+    """One review with the kernel's code, diffs, trials, timings and findings in view."""
+    review = review_get_for_user(request.user, pk)
+    return render(request, "review/detail.html", _detail_context(request.user, review))
+
+
+def _detail_context(user, review, form=None, error=None) -> dict:
+    queue = list(review_queue_for_user(user).order_by("-proposed_at", "-pk")
+                 .values_list("pk", flat=True))
+    return {
+        "review": review, "evidence": candidate_evidence(review.candidate),
+        "code_css": code_render.code_css(),
+        "can_review": user_can(user, review.team, "review"),
+        "form": form or DecisionForm(prefix=f"r{review.pk}"), "error": error,
+        "queue_position": queue.index(review.pk) + 1 if review.pk in queue else None,
+        "queue_length": len(queue),
+    }
+
+
+@login_required
 @require_POST
 def decide(request, pk: int):
     review = review_get_for_user(request.user, pk)
@@ -58,11 +82,20 @@ def decide(request, pk: int):
             error = " ".join(exc.messages)
         else:
             verb = "approved" if data["decision"] == "approve" else "rejected"
-            messages.success(request, f"Kernel {review.candidate.node_id} of session "
-                             f"{review.candidate.session_id} {verb}.")
+            candidate = review.candidate
+            messages.success(request, f"{candidate.session.problem.name} · candidate "
+                             f"{candidate.node_id} of session {candidate.session_id} {verb}.")
+            # The reviewer goes on with the queue: the next item; with none left, the
+            # approved kernels after an approval, the (empty) queue after a rejection.
+            following = review_next_for_user(request.user, review)
+            if following is not None:
+                return redirect("review:detail", pk=following.pk)
             return redirect("review:approved" if verb == "approved" else "review:queue")
     else:
         error = "; ".join(e for errs in form.errors.values() for e in errs)
+    if request.POST.get("from") == "detail":
+        return render(request, "review/detail.html",
+                      _detail_context(request.user, review, form, error), status=400)
     context = _queue_context(request.user, errors={review.pk: error}, forms={review.pk: form})
     if not any(item["review"].pk == review.pk for item in context["items"]):
         context["error"] = f"Review of {review.candidate.node_id}: {error}"

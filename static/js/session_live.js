@@ -20,7 +20,7 @@
     correct: "#3ecf8e", incorrect: "#ff6b6b", hack_suspected: "#ffb347",
     rejected_lazy: "#c792ea", compile_error: "#7f8797", runtime_error: "#7f8797",
     timeout: "#7f8797", problem_defect: "#7f8797", pending: "#3b4660", evaluating: "#3b4660",
-    reference: "#5aa9ff",
+    reference: "#5aa9ff", cancelled: "#2a2f3a",
   };
   const TERMINAL = new Set(["finished", "cancelled", "failed"]);
   // The interpreter target checks correctness only: timings are not comparable, every correct
@@ -275,7 +275,11 @@
   const sig = (v) => (v === null || v === undefined || Number.isNaN(Number(v)) ? "–" : String(Number(Number(v).toPrecision(3))));
   const times = (v) => (v === null || v === undefined ? "–" : `${sig(v)}×`);
   const ms = (v) => (v === null || v === undefined ? "–" : v < 1 ? `${sig(v * 1000)} µs` : v >= 1000 ? `${sig(v / 1000)} s` : `${sig(v)} ms`);
-  const bottleneckText = (b) => (!b ? "" : typeof b === "string" ? b : b.class || "");
+  // "unknown" says nothing to a reader (no profile): left out of the log and the hover.
+  const bottleneckText = (b) => {
+    const text = !b ? "" : typeof b === "string" ? b : b.class || "";
+    return text === "unknown" ? "" : text;
+  };
 
   function hoverText(n) {
     if (n.hover) return n.hover;
@@ -418,7 +422,7 @@
     const p = event.payload || {};
     switch (event.type) {
       case "node_created": return `${p.node_id} created (depth ${p.depth ?? "?"}${p.parent_node_id ? `, parent ${p.parent_node_id}` : ""})`;
-      case "node_evaluated": return `${p.node_id} ${p.status}${p.speedup_vs_eager != null ? ` × eager ${fmt(p.speedup_vs_eager)}` : ""} reward ${fmt(p.reward, 3)}${bottleneckText(p.bottleneck) ? ` · ${bottleneckText(p.bottleneck)}` : ""}`;
+      case "node_evaluated": return `candidate ${p.node_id}: ${String(p.status).replace(/_/g, " ")}${p.speedup_vs_eager != null ? ` · × eager ${fmt(p.speedup_vs_eager)}` : ""} · reward ${fmt(p.reward, 3)}${bottleneckText(p.bottleneck) ? ` · ${bottleneckText(p.bottleneck)}` : ""}`;
       case "best_improved": return `best → ${p.node_id}${p.speedup_vs_eager != null ? ` × eager ${fmt(p.speedup_vs_eager)}` : ""}${p.reward != null ? ` reward ${fmt(p.reward, 3)}` : ""}`;
       case "status_changed": return `session ${p.status}${p.message ? `: ${p.message}` : ""}`;
       case "log": return p.message || JSON.stringify(p);

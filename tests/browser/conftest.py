@@ -84,3 +84,15 @@ def login(live_server_process):
         page.wait_for_url(live_server_process.url + "/")
 
     return log_in
+
+
+def upload_document(page, server_url: str, path, hardware: str = "h200",
+                    category: str = "general-optimization") -> None:
+    """Upload a manual through the knowledge page's form; lands on the document's page."""
+    page.goto(server_url + "/knowledge/")
+    form = page.locator("#kb-upload-form")
+    form.locator("input[type=file]").set_input_files(str(path))
+    form.locator("[name=hardware]").fill(hardware)
+    form.locator("[name=category]").select_option(category)
+    form.locator("button[type=submit]").click()
+    page.wait_for_url("**/knowledge/documents/*/")

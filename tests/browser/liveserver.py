@@ -11,6 +11,7 @@ way the runner does:
     {"cmd": "create_candidate", "session": pk, "node_id": "1", ...Candidate fields}
                                                                -> {"candidate": pk}
     {"cmd": "session", "session": pk}                          -> {"status": ..., "evaluated": ...}
+    {"cmd": "propose", "candidate": pk}   (in the review queue)   -> {"review": review pk}
     {"cmd": "approve", "candidate": pk}   (proposed and approved)   -> {"kernel": review pk}
 
 Users: "<team>-<role>" with password "pw-<role>" for teams alpha and beta (as tests/conftest.py).
@@ -153,6 +154,15 @@ def _handle(command: dict) -> dict:
         fields = {k: v for k, v in command.items() if k not in ("cmd", "session")}
         candidate = Candidate.objects.create(session_id=command["session"], **fields)
         return {"candidate": candidate.pk}
+    if command["cmd"] == "propose":
+        from django.contrib.auth import get_user_model
+
+        from kernelhub.optimization.models import Candidate
+        from kernelhub.review.services import kernel_propose
+
+        candidate = Candidate.objects.get(pk=command["candidate"])
+        engineer = get_user_model().objects.get(username=f"{candidate.session.team.name}-engineer")
+        return {"review": kernel_propose(candidate=candidate, user=engineer).pk}
     if command["cmd"] == "approve":
         from django.contrib.auth import get_user_model
 
@@ -204,9 +214,9 @@ def serve(port: int) -> None:
     from daphne.endpoints import build_endpoint_description_strings
     from daphne.server import Server
 
-    from kernelhub.asgi import application
+    _setup_data()  # collectstatic first, as `make run`: WhiteNoise without DEBUG indexes
+    from kernelhub.asgi import application  # the collected files when it starts
 
-    _setup_data()
     sys.stdout.write(json.dumps({"ready": True, "port": port}) + "\n")
     sys.stdout.flush()
     threading.Thread(target=_command_loop, daemon=True).start()

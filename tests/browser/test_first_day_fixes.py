@@ -8,6 +8,8 @@ import datetime as dt
 
 import pytest
 
+from tests.browser.conftest import upload_document
+
 FITS = """(selector) => [...document.querySelectorAll(selector)].every(card =>
     card.scrollWidth <= card.clientWidth + 1)"""
 
@@ -108,7 +110,7 @@ def test_candidate_page_numbers_and_tables_fit(page, live_server_process, login,
     login(page, "alpha-viewer", "pw-viewer")
     page.set_viewport_size({"width": 1100, "height": 900})
     page.goto(f"{server.url}/sessions/candidates/{cand}/")
-    assert page.inner_text("h1").startswith(f"Candidate {cand} ")
+    assert page.inner_text("h1").startswith("tiny-relu · candidate 1 ")
     trials = page.inner_text("#trials")
     assert "1.23e-07" in trials and "1.2345678901234567e-07" not in trials
     assert "17.5 µs" in page.inner_text("#timings") and page.inner_text("#cand-eager") == "2.46×"
@@ -178,13 +180,7 @@ def test_document_page_turns_ready_without_reload_and_search_hints_weak_matches(
                       "Pad the tile by one column to avoid bank conflicts on H200.\n\n"
                       "## Coalescing\n\nAdjacent threads should read adjacent addresses.\n")
     login(page, "alpha-engineer", "pw-engineer")
-    page.goto(server.url + "/knowledge/")
-    form = page.locator("#kb-upload-form")
-    form.locator("input[type=file]").set_input_files(str(manual))
-    form.locator("[name=hardware]").fill("h200")
-    form.locator("[name=category]").select_option("general-optimization")
-    form.locator("button[type=submit]").click()
-    page.wait_for_url("**/knowledge/documents/*/")
+    upload_document(page, server.url, manual)
     page.evaluate("window.notReloaded = true")
     try:
         page.wait_for_selector("#kb-document[data-status=ready]", timeout=180_000)

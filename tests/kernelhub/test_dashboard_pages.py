@@ -120,7 +120,9 @@ def test_candidate_page_title_numbers_params_and_roofline(client, teams, hardwar
     login(client, "alpha")
     response = client.get(reverse("optimization:candidate_detail", args=[child.pk]))
     html = response.content.decode()
-    assert f"<h1>Candidate {child.pk} " in html and "node 2" in html
+    # Titled by problem and node, never by the row's primary key (issue 32).
+    assert f"<h1>{library_problem.name} · candidate {child.node_id} " in html
+    assert "node 2" in html
     assert "1.23e-07" in html and "1.23456789012345e-07" not in html
     assert "17.5 µs" in html and "2.46×" in html
     assert 'class="wrap" id="origin-params"' in html and "BLOCK=1024" in html

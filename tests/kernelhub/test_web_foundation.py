@@ -87,7 +87,31 @@ def test_check_deploy_is_clean_with_production_values(tmp_path):
 
 
 def test_missing_secret_key_in_production_is_refused(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "DEBUG": "0", "KERNELHUB_DATA_DIR": str(tmp_path)}
+    env = {"PATH": "/usr/bin:/bin", "DEBUG": "0", "KERNELHUB_DATA_DIR": str(tmp_path),
+           "ALLOWED_HOSTS": "kernelhub.example.com"}
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env,
                             capture_output=True, text=True)
     assert result.returncode != 0 and "SECRET_KEY must be set" in result.stderr
+
+
+def _settings_of(env: dict) -> list[str]:
+    code = ("import django; django.setup(); from django.conf import settings as s; "
+            "print(s.DEBUG, s.KERNELHUB_HTTPS, getattr(s, 'SECURE_SSL_REDIRECT', False), "
+            "s.SECRET_KEY)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO),
+                              "DJANGO_SETTINGS_MODULE": "kernelhub.settings", **env}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_the_embedded_default_is_safe_without_any_variable(tmp_path):
+    """`make run` with nothing set: no debug pages, plain HTTP on loopback, and a secret key
+    generated once into the data directory (the same key after a restart)."""
+    debug, https, redirect, key = _settings_of({"KERNELHUB_DATA_DIR": str(tmp_path)})
+    assert (debug, https, redirect) == ("False", "False", "False")
+    stored = (tmp_path / "secret_key").read_text().strip()
+    assert key == stored and len(key) >= 50 and "insecure" not in key
+    assert (tmp_path / "secret_key").stat().st_mode & 0o077 == 0  # only the owner reads it
+    assert _settings_of({"KERNELHUB_DATA_DIR": str(tmp_path)})[3] == key
+    assert _settings_of({"KERNELHUB_DATA_DIR": str(tmp_path), "DEBUG": "1"})[0] == "True"

@@ -67,7 +67,9 @@ def test_other_team_gets_404(client, reviews):
 def test_reviewer_approves_and_the_kernel_is_listed(client, reviews, teams):
     login(client, "alpha", "reviewer")
     response = decide(client, reviews["clean"], decision="approve", comment="ship it")
-    assert response.status_code == 302 and response["Location"] == reverse("review:approved")
+    # The flagged kernel still waits: the reviewer lands on it, not on another page.
+    assert response.status_code == 302
+    assert response["Location"] == reverse("review:detail", args=[reviews["flagged"].pk])
     review = Review.objects.get(pk=reviews["clean"].pk)
     assert review.status == "approved" and review.reviewer == teams["users"][("alpha", "reviewer")]
     assert review.metrics["speedup_vs_eager"] == 2.5 and review.decided_at is not None
@@ -126,3 +128,47 @@ def test_dashboard_counts_the_queue(client, reviews):
     page = client.get(reverse("dashboard")).content.decode()
     assert 'id="review-queue-count"' in page
     assert ">2</a>" in page
+
+
+def test_review_page_shows_the_code_diffs_trials_and_findings(client, reviews):
+    flagged = reviews["flagged"]
+    candidate = flagged.candidate
+    candidate.source = "class ModelNew:\n    pass  # fused\n"
+    candidate.timing = {"candidate": {"median_ms": 0.02, "iqr_ms": 0.001, "samples": 30},
+                        "eager": {"median_ms": 0.05, "iqr_ms": 0.002, "samples": 30}}
+    candidate.result = {"correctness": [{"trial": 0, "seed": 7, "max_abs_error": 1e-7,
+                                         "max_rel_error": 2e-6, "passed": True, "note": ""}]}
+    candidate.diagnostics = {"roofline": {"available": True, "arithmetic_intensity": 0.25,
+                                          "ridge_point": 10.0, "achieved_bandwidth_gbs": 2400,
+                                          "peak_bandwidth_gbs": 4800, "achieved_tflops": 0.6,
+                                          "peak_tflops": 990}}
+    candidate.save()
+    login(client, "alpha", "reviewer")
+    page = client.get(reverse("review:detail", args=[flagged.pk])).content.decode()
+    problem = candidate.session.problem.name
+    assert f"{problem} · candidate flagged-node" in page
+    assert "ModelNew" in page and 'class="highlight"' in page  # highlighted source
+    assert "Diff against the reference" in page and "reference.py" in page
+    assert "±5.0 %" in page and "±4.0 %" in page  # IQR relative to the median
+    assert "50.0 % of peak bandwidth" in page and "memory-bound side" in page
+    assert "returned a cached tensor" in page and 'value="approve"' in page
+    login(client, "beta", "reviewer")
+    assert client.get(reverse("review:detail", args=[flagged.pk])).status_code == 404
+
+
+def test_a_decision_on_the_review_page_goes_on_to_the_next_item(client, reviews):
+    login(client, "alpha", "reviewer")
+    payload = {f"r{reviews['flagged'].pk}-decision": "reject",
+               f"r{reviews['flagged'].pk}-comment": "reuses its output", "from": "detail"}
+    response = client.post(reverse("review:decide", args=[reviews["flagged"].pk]), payload)
+    assert response["Location"] == reverse("review:detail", args=[reviews["clean"].pk])
+    response = decide(client, reviews["clean"], decision="approve", comment="ok")
+    assert response["Location"] == reverse("review:approved")  # nothing left in the queue
+
+
+def test_queue_cards_are_titled_by_problem_and_candidate(client, reviews):
+    login(client, "alpha", "viewer")
+    page = client.get(reverse("review:queue")).content.decode()
+    problem = reviews["clean"].candidate.session.problem.name
+    assert f"{problem} · candidate clean-node" in page
+    assert reverse("review:detail", args=[reviews["clean"].pk]) in page
