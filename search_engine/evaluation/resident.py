@@ -183,7 +183,8 @@ class ResidentDrive:
         self._open(ghost_index, ghost_set)
         reply = self._call("ghost", ghost_set)
         if not reply.get("ok"):
-            return {"passed": False, "note": f"raised: {reply.get('message', '')[:200]}"}
+            return {"passed": False, "failed": True,
+                    "note": f"raised: {reply.get('message', '')[:200]}"}
         n_out = int(reply.get("n_outputs", 0))
         spotted = len(reply.get("shared", [])) - n_out
         judged, _ = self._judge(ghost_set, reply, groups=[n_out] + [1] * spotted)
