@@ -37,7 +37,7 @@ class CandidateCalls:
         torch = self.torch
         from contextlib import ExitStack
 
-        from search_engine.evaluation.hooks import (
+        from search_engine.evaluation.call_watch import (
             poisoned_allocations, python_threads, result_spotter,
         )
 
@@ -52,8 +52,10 @@ class CandidateCalls:
         aten_before = dict(self.aten.inside_kernel) if self.aten else {}
         threads_before = python_threads()
         numels = [int(torch.Size(s).numel()) for s in self.output_shapes]
+        own_before = self.recorder.own_launches
         spotter = result_spotter(numels, probe or 1, lambda: self.recorder.in_launch,
-                                 keep_shapes=self.output_shapes if share and ghost else None)
+                                 keep_shapes=self.output_shapes if share and ghost else None,
+                                 launches=lambda: self.recorder.own_launches - own_before)
         torch_bytes_before = self.aten.bytes if self.aten else 0
         if self.work is not None:
             self.work.begin()
@@ -106,8 +108,9 @@ class CandidateCalls:
             **{k: _grown(before[k], after[k]) for k in before},
             "threads_alive": new_threads,
             "host_callables": dict(self.recorder.host_callables),
-            "projections": [[n, float(p), float(m)] for n, p, m in
-                            spotter.found[:MAX_PROJECTIONS]],
+            # each: numel, projection, norm, the candidate's launches after it
+            "projections": [[n, float(p), float(m), self.recorder.own_launches - own_before - k]
+                            for n, p, m, k in spotter.found[:MAX_PROJECTIONS]],
             "projections_total": len(spotter.found),
             "spotted": len(spotter.kept),
         }

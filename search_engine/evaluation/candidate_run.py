@@ -30,7 +30,7 @@ from search_engine.evaluation.sandbox import (
     SandboxTimeout,
     make_workdir,
 )
-from search_engine.evaluation.timed_checks import TimedChecks
+from search_engine.evaluation.timed_checks import TimedChecks, _matching_projections
 from search_engine.evaluation.tolerances import precision_class, tolerance_for
 from search_engine.hardware import HardwareTarget
 from search_engine.problems import Problem
@@ -207,7 +207,10 @@ class CandidateRun(TimedChecks, Judgement):
             reply, out = self._call(session, ids[index], False, out_cap)
             if not reply.get("ok"):
                 return self._failed(reply, phases, index)
-            evidence.append({"trial": index, **reply["evidence"]})
+            evidence.append({"trial": index, **reply["evidence"],
+                             "torch_answer_moved": _matching_projections(
+                                 reply["evidence"], ref.outputs64[index], reply["probe"],
+                                 self.tolerance.rel_norm, launched_after=True)})
             outputs.append(out)
             trials.append(self._compare(index, ref.schedule[index][0], out, ref.outputs64[index]))
         phase("correctness")

@@ -97,7 +97,7 @@ class CandidateServer(CandidateCalls):
         self.in_forward = False
         self.output_shapes: list[list[int]] = []
         self._watch_host_reads()
-        from search_engine.evaluation.hooks import watch_dispatch_escapes, watch_threads
+        from search_engine.evaluation.call_watch import watch_dispatch_escapes, watch_threads
 
         watch_dispatch_escapes(lambda: self.in_forward and not self.recorder.in_launch,
                                self.escapes)

@@ -42,6 +42,7 @@ class Judgement:
         flags += rc.check_host_compute(report)
         flags += rc.check_dispatch_escapes(report)
         flags += rc.check_ghost_replay(report.get("ghost"))
+        flags += rc.check_torch_answer_moved(report)
         flags += rc.check_threads(report)
         flags += rc.check_host_scalar_reads(report)
         flags += rc.check_host_callables(report)
@@ -210,16 +211,20 @@ def _coverage(report: dict, interpreter: bool,
     total = sum(profile.values())
     if not total:
         return None, "device time (profiler unavailable)"
-    own = sum(us for name, us in profile.items() if name in own_kernel_names(report))
+    own = sum(us for name, us in profile.items() if is_own_kernel(name, report))
     return own / total, "device time (torch.profiler, CUDA activity)"
 
 
-def own_kernel_names(report: dict) -> set[str]:
-    """The candidate's kernels as the profiler names them: the compiled kernels' exact
-    symbols (and the launched functions' names), matched whole: an aten kernel whose name
-    merely contains one is not the candidate's."""
-    return {str(n) for n in (report.get("own_kernel_symbols") or [])} | \
+def is_own_kernel(profiled: str, report: dict) -> bool:
+    """Whether a profiled kernel is the candidate's: its name is a compiled kernel's exact
+    symbol or a launched function's name (older Triton adds a `_0d1d2de` signature suffix),
+    matched whole: an aten kernel whose name merely contains one is not the candidate's."""
+    import re
+
+    names = {str(n) for n in (report.get("own_kernel_symbols") or [])} | \
         {str(n) for n in (report.get("own_kernels") or [])}
+    return profiled in names or any(
+        re.fullmatch(re.escape(n) + r"_[0-9a-z]+", profiled) for n in names)
 
 
 def _timing(report: dict) -> dict[str, TimingStats]:

@@ -28,9 +28,10 @@ def check_profiler_kernel_names(report: dict) -> list[IntegrityFlag]:
     own = report.get("own_kernels", [])
     if not profile or not own:
         return []
-    symbols = set(report.get("own_kernel_symbols") or []) | set(own)
-    unseen = [name for name in own if name not in profile] \
-        if not symbols & set(profile) else []
+    from search_engine.evaluation.judgement import is_own_kernel
+
+    seen = any(is_own_kernel(k, report) for k in profile)
+    unseen = [] if seen else list(own)
     if not unseen:
         return []
     return [IntegrityFlag(
@@ -296,3 +297,16 @@ def check_torch_result_flood(report: dict) -> list[IntegrityFlag]:
     return [IntegrityFlag("runtime.torch_result_flood",
                           f"one call made {worst} torch results with an output's number of "
                           f"elements (over {MAX_PROJECTIONS})")]
+
+
+def check_torch_answer_moved(report: dict) -> list[IntegrityFlag]:
+    """A torch result already equal to a trial's answer, after which the candidate's
+    kernels still ran: torch computed the answer and the kernels only moved it."""
+    moved = [t["trial"] for t in report.get("trials", []) if t.get("torch_answer_moved")]
+    if not moved:
+        return []
+    return [IntegrityFlag(
+        "runtime.torch_computed_result",
+        f"trials {moved[:8]}: a torch operator's result already equalled the reference "
+        "output before the candidate's kernels ran: torch computes the answer and the "
+        "kernels only move it")]
