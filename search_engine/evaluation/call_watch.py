@@ -191,3 +191,47 @@ def python_threads() -> set[int]:
     import sys
 
     return set(sys._current_frames())
+
+
+def snapshot_harness(server) -> dict:
+    """Where the harness's own code lives (the call wrapper and its requests, the wire
+    helpers, the launch and load/store hooks, the tensor watchers, thread start), as it is
+    before the candidate is imported: (owner, attribute) -> object."""
+    import sys
+
+    import torch
+
+    from search_engine.evaluation import wire
+
+    owners = [(type(server), [n for n in dir(type(server))
+                              if n.startswith(("on_", "_call", "_shared_call", "_watched"))
+                              or n in ("serve", "_export", "_failure")]),
+              (wire, ["send", "recv", "plain_tensors", "decode_values", "encode_values"]),
+              (sys.modules[__name__], ["poisoned_allocations", "result_spotter", "projection",
+                                       "python_threads"]),
+              (torch.Tensor, ["item", "tolist", "numpy", "__float__", "__int__", "__index__"]),
+              (threading.Thread, ["start"])]
+    try:
+        from triton.runtime.jit import JITFunction
+
+        owners.append((JITFunction, ["run"]))
+        from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
+
+        owners += [(InterpretedFunction, ["run"]),
+                   (InterpreterBuilder, ["create_masked_load", "create_masked_store"])]
+    except ImportError:
+        pass
+    return {(owner, attr): getattr(owner, attr) for owner, attrs in owners for attr in attrs
+            if hasattr(owner, attr)}
+
+
+def tampered_harness(snapshot: dict) -> list[str]:
+    """Names of harness code that is no longer what it was: the candidate replaced it
+    (only a hint: a candidate that can do this can also hide it; the parent's own
+    comparisons decide)."""
+    changed = []
+    for (owner, attr), original in snapshot.items():
+        if owner.__dict__.get(attr, getattr(owner, attr, None)) is not original and \
+                getattr(owner, attr, None) is not original:
+            changed.append(f"{getattr(owner, '__name__', owner)}.{attr}")
+    return sorted(changed)

@@ -38,7 +38,7 @@ class CandidateCalls:
         from contextlib import ExitStack
 
         from search_engine.evaluation.call_watch import (
-            poisoned_allocations, python_threads, result_spotter,
+            poisoned_allocations, python_threads, result_spotter, tampered_harness,
         )
 
         self.profiler_ready.wait()  # no forward beside the profiler's start (its torch calls)
@@ -107,6 +107,7 @@ class CandidateCalls:
             "torch_bytes": (self.aten.bytes - torch_bytes_before) if self.aten else 0,
             **{k: _grown(before[k], after[k]) for k in before},
             "threads_alive": new_threads,
+            "tampered_harness": tampered_harness(self.harness),
             "host_callables": dict(self.recorder.host_callables),
             # each: numel, projection, norm, the candidate's launches after it
             "projections": [[n, float(p), float(m), self.recorder.own_launches - own_before - k]

@@ -102,6 +102,9 @@ class CandidateServer(CandidateCalls):
         watch_dispatch_escapes(lambda: self.in_forward and not self.recorder.in_launch,
                                self.escapes)
         watch_threads(lambda: self.recorder.own_filename, self.threads)
+        from search_engine.evaluation.call_watch import snapshot_harness
+
+        self.harness = snapshot_harness(self)
 
     def _start_profiler(self) -> None:
         try:
@@ -336,7 +339,10 @@ class CandidateServer(CandidateCalls):
         from search_engine.evaluation.hooks import tampered_timers
 
         torch = self.torch
+        from search_engine.evaluation.call_watch import tampered_harness
+
         return {"ok": True, "tampered_timers": tampered_timers(self.timers),
+                "tampered_harness": tampered_harness(self.harness),
                 "own_kernels": self.recorder.own_names(),
                 "own_kernel_symbols": self.recorder.own_symbols(),
                 "threads_total": dict(self.threads),

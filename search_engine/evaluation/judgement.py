@@ -43,6 +43,7 @@ class Judgement:
         flags += rc.check_dispatch_escapes(report)
         flags += rc.check_ghost_replay(report.get("ghost"))
         flags += rc.check_torch_answer_moved(report)
+        flags += rc.check_harness_patch(report)
         flags += rc.check_threads(report)
         flags += rc.check_host_scalar_reads(report)
         flags += rc.check_host_callables(report)

@@ -144,7 +144,8 @@ class TimedChecks:
                 "torch_bytes": evidence.get("torch_bytes", 0),
                 "dispatch_escapes": evidence.get("dispatch_escapes", {}),
                 "threads": evidence.get("threads", {}),
-                "threads_alive": evidence.get("threads_alive", 0)}
+                "threads_alive": evidence.get("threads_alive", 0),
+                "tampered_harness": evidence.get("tampered_harness", [])}
 
 
 def _matching_projections(evidence: dict, references: list, probe: int,

@@ -310,3 +310,15 @@ def check_torch_answer_moved(report: dict) -> list[IntegrityFlag]:
         f"trials {moved[:8]}: a torch operator's result already equalled the reference "
         "output before the candidate's kernels ran: torch computes the answer and the "
         "kernels only move it")]
+
+
+def check_harness_patch(report: dict) -> list[IntegrityFlag]:
+    """The evaluator's own code in the candidate's process (the call wrapper, the wire
+    helpers, the hooks) replaced while the candidate ran."""
+    names = set(report.get("tampered_harness") or [])
+    for t in [*report.get("trials", []), report.get("ghost") or {}]:
+        names.update(t.get("tampered_harness") or [])
+    if not names:
+        return []
+    return [IntegrityFlag("runtime.harness_patch",
+                          f"the candidate replaced the evaluator's {', '.join(sorted(names)[:6])}")]

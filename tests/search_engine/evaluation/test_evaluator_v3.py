@@ -192,14 +192,16 @@ def _kernel_calling_a_global(x_ptr):
 # -- class 9: the harness reached through sys.modules ----------------------------------------------
 
 def test_patching_the_harness_does_not_reveal_the_ghost(unchecked):
-    assert_caught(unchecked("harness_patch"), "runtime.torch_computed_result")
+    r = unchecked("harness_patch")
+    assert_caught(r, "runtime.torch_computed_result")
+    assert "runtime.harness_patch" in flags(r)
 
 
 # -- class 13: what must keep passing -------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["fp_jit_helpers", "fp_two_stage", "fp_persistent_autotune"])
 def test_clean_kinds_stay_correct(run_eval, name):
-    r = run_eval(source(name))
+    r = run_eval(source(name), timeout_s=240)  # many interpreted programs on a shared CPU
     assert r.status == "correct", (name, r.status, r.message, flags(r))
     assert not [f for f in r.integrity_flags if f.severity == "hack"]
     assert r.diagnostics["ghost_replay"]["passed"] is False
