@@ -143,6 +143,62 @@ def projection(numel: int, seed: int):
     return torch.randn(numel, dtype=torch.float64, generator=g)
 
 
+def matching_projections(evidence: dict, references: list, probe: int,
+                          tolerance: float, launched_after: bool = False) -> int:
+    """How many torch results the child projected match a reference output: the same
+    norm and the same projection on the call's random vector, within the tolerance
+    (with `launched_after`: only those the candidate's kernels ran after, which then
+    only moved an answer torch had computed)."""
+    import torch
+
+    tol = max(tolerance, 1e-6)
+    reported = {int(e[0]) for e in evidence.get("projections", [])
+                if isinstance(e, (list, tuple)) and e and isinstance(e[0], int)}
+    known = {}
+    for r in references:
+        if r.numel() not in reported:
+            continue  # the random vector only for sizes the child reported results of
+        flat = r.reshape(-1).to(torch.float64)
+        vector = projection(flat.numel(), probe).to(flat.device)
+        known.setdefault(flat.numel(), []).append((float(flat @ vector), float(flat.norm())))
+    matches = 0
+    for entry in evidence.get("projections", []):
+        try:
+            numel, proj, norm = int(entry[0]), float(entry[1]), float(entry[2])
+            after = int(entry[3]) if len(entry) > 3 else 0
+        except (TypeError, ValueError, IndexError):
+            continue
+        if launched_after and after <= 0:
+            continue
+        if any(abs(norm - rn) <= tol * rn and abs(proj - rp) <= 4 * tol * max(rn, 1e-30)
+               for rp, rn in known.get(numel, [])):
+            matches += 1
+    return matches
+
+
+def watch_tensor_reads(recorder, host_reads: dict, scalar_reads: dict, watching) -> None:
+    """Count Tensor -> host-Python conversions made outside kernels (NumPy or lists doing
+    the math, always); scalars read out of tensors (`item()`, `float()`, `int()`,
+    `__index__`) feed host arithmetic no kernel sees, and count while `watching()` (the
+    candidate's import, construction and calls: the harness reads scalars of its own
+    between them). The interpreter's own launches are exempt."""
+    import torch
+
+    def watch(name, counts, when=lambda: True):
+        original = getattr(torch.Tensor, name)
+
+        def wrapper(tensor, *args, **kwargs):
+            if not recorder.in_launch and when():
+                counts[name] = counts.get(name, 0) + 1
+            return original(tensor, *args, **kwargs)
+        setattr(torch.Tensor, name, wrapper)
+
+    for name in ("numpy", "tolist", "__array__"):
+        watch(name, host_reads)
+    for name in ("item", "__float__", "__int__", "__index__", "__complex__"):
+        watch(name, scalar_reads, watching)
+
+
 def watch_threads(candidate_file, counts: dict) -> None:
     """Count threads the candidate's code starts (`threading.Thread.start`,
     `_thread.start_new_thread`): torch's dispatch modes, which count its work, spot its

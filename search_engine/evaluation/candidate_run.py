@@ -30,7 +30,8 @@ from search_engine.evaluation.sandbox import (
     SandboxTimeout,
     make_workdir,
 )
-from search_engine.evaluation.timed_checks import TimedChecks, _matching_projections
+from search_engine.evaluation.call_watch import matching_projections
+from search_engine.evaluation.timed_checks import TimedChecks
 from search_engine.evaluation.tolerances import precision_class, tolerance_for
 from search_engine.hardware import HardwareTarget
 from search_engine.problems import Problem
@@ -208,7 +209,7 @@ class CandidateRun(TimedChecks, Judgement):
             if not reply.get("ok"):
                 return self._failed(reply, phases, index)
             evidence.append({"trial": index, **reply["evidence"],
-                             "torch_answer_moved": _matching_projections(
+                             "torch_answer_moved": matching_projections(
                                  reply["evidence"], ref.outputs64[index], reply["probe"],
                                  self.tolerance.rel_norm, launched_after=True)})
             outputs.append(out)

@@ -96,14 +96,15 @@ class CandidateServer(CandidateCalls):
         # the import, construction and weight loading as well as around every call.
         self.in_forward = False
         self.output_shapes: list[list[int]] = []
-        self._watch_host_reads()
-        from search_engine.evaluation.call_watch import watch_dispatch_escapes, watch_threads
+        from search_engine.evaluation.call_watch import (
+            snapshot_harness, watch_dispatch_escapes, watch_tensor_reads, watch_threads,
+        )
 
+        watch_tensor_reads(self.recorder, self.host_reads, self.scalar_reads,
+                           lambda: self.in_forward)
         watch_dispatch_escapes(lambda: self.in_forward and not self.recorder.in_launch,
                                self.escapes)
         watch_threads(lambda: self.recorder.own_filename, self.threads)
-        from search_engine.evaluation.call_watch import snapshot_harness
-
         self.harness = snapshot_harness(self)
 
     def _start_profiler(self) -> None:
@@ -111,27 +112,6 @@ class CandidateServer(CandidateCalls):
             _warm_profiler()
         finally:
             self.profiler_ready.set()
-
-    def _watch_host_reads(self) -> None:
-        """Count Tensor -> host-Python conversions made outside kernels (NumPy or lists doing
-        the math); the interpreter's own launches are exempt."""
-        torch, recorder = self.torch, self.recorder
-
-        def watch(name, counts, when=lambda: True):
-            original = getattr(torch.Tensor, name)
-
-            def wrapper(tensor, *args, **kwargs):
-                if not recorder.in_launch and when():
-                    counts[name] = counts.get(name, 0) + 1
-                return original(tensor, *args, **kwargs)
-            setattr(torch.Tensor, name, wrapper)
-
-        for name in ("numpy", "tolist", "__array__"):
-            watch(name, self.host_reads)
-        # Scalars read out of tensors feed host arithmetic no kernel sees; only the
-        # candidate's calls count (the harness reads scalars of its own between them).
-        for name in ("item", "__float__", "__int__", "__index__", "__complex__"):
-            watch(name, self.scalar_reads, lambda: self.in_forward)
 
     # -- the loop
     def serve(self) -> None:

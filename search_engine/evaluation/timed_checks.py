@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from search_engine.evaluation.call_watch import matching_projections
 from search_engine.evaluation.correctness import rel_norm_distance
 from search_engine.evaluation.gpu_lock import cuda_device_key, quiet_gpu
 from search_engine.evaluation.reference import ReferenceData
@@ -138,7 +139,7 @@ class TimedChecks:
         return {"passed": passed,
                 "note": "outputs matched the reference" if passed else
                         f"outputs differ from the reference (relative error {distance:.3g})",
-                "torch_results_matching": _matching_projections(
+                "torch_results_matching": matching_projections(
                     evidence, ref.ghost_outputs64, reply["probe"], self.tolerance.rel_norm),
                 "torch_results": evidence.get("projections_total", 0),
                 "torch_bytes": evidence.get("torch_bytes", 0),
@@ -146,41 +147,6 @@ class TimedChecks:
                 "threads": evidence.get("threads", {}),
                 "threads_alive": evidence.get("threads_alive", 0),
                 "tampered_harness": evidence.get("tampered_harness", [])}
-
-
-def _matching_projections(evidence: dict, references: list, probe: int,
-                          tolerance: float, launched_after: bool = False) -> int:
-    """How many torch results the child projected match a reference output: the same
-    norm and the same projection on the call's random vector, within the tolerance
-    (with `launched_after`: only those the candidate's kernels ran after, which then
-    only moved an answer torch had computed)."""
-    import torch
-
-    from search_engine.evaluation.call_watch import projection
-
-    tol = max(tolerance, 1e-6)
-    reported = {int(e[0]) for e in evidence.get("projections", [])
-                if isinstance(e, (list, tuple)) and e and isinstance(e[0], int)}
-    known = {}
-    for r in references:
-        if r.numel() not in reported:
-            continue  # the random vector only for sizes the child reported results of
-        flat = r.reshape(-1).to(torch.float64)
-        known.setdefault(flat.numel(), []).append(
-            (float(flat @ projection(flat.numel(), probe)), float(flat.norm())))
-    matches = 0
-    for entry in evidence.get("projections", []):
-        try:
-            numel, proj, norm = int(entry[0]), float(entry[1]), float(entry[2])
-            after = int(entry[3]) if len(entry) > 3 else 0
-        except (TypeError, ValueError, IndexError):
-            continue
-        if launched_after and after <= 0:
-            continue
-        if any(abs(norm - rn) <= tol * rn and abs(proj - rp) <= 4 * tol * max(rn, 1e-30)
-               for rp, rn in known.get(numel, [])):
-            matches += 1
-    return matches
 
 
 def _probe() -> int:
