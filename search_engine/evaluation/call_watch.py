@@ -39,7 +39,10 @@ def poisoned_allocations(seed: int):
                     and out.numel():
                 g = generator(out.device)
                 if out.is_floating_point() or out.is_complex():
-                    out.normal_(generator=g)
+                    try:
+                        out.normal_(generator=g)
+                    except (RuntimeError, NotImplementedError):  # float8 and the like
+                        out.copy_(torch.randn(out.shape, generator=g, device=out.device))
                 elif out.dtype == torch.bool:
                     out.copy_(torch.randint(0, 2, out.shape, generator=g, device=out.device))
                 else:
