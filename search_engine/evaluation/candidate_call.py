@@ -17,23 +17,29 @@ class CandidateCalls:
     outputs)."""
 
     def on_call(self, header: dict, tensors: list) -> tuple[dict, list]:
-        return self._shared_call(header, ghost=False)
+        """One forward. Every call is made the same way: fresh memory filled with data-like
+        values, torch results projected, the whole watch on; in the one the parent chose as
+        the ghost (`ghost`, present in every call's header) the launches also do nothing.
+        The parent decides which call that is, and judges it itself."""
+        return self._shared_call(header, ghost=bool(header.get("ghost")))
 
     def on_ghost(self, header: dict, tensors: list) -> tuple[dict, list]:
         return self._shared_call(header, ghost=True)
 
     def _shared_call(self, header: dict, ghost: bool) -> tuple[dict, list]:
         reply = self._call(int(header["set"]), ghost=ghost, keep=header.get("keep"),
-                           share=bool(header.get("share")))
+                           share=bool(header.get("share")), probe=int(header.get("probe", 0)))
         self._return_large_outputs()
         return reply
 
     def _call(self, which: int, ghost: bool, keep: str | None = None,
-              share: bool = False) -> tuple[dict, list]:
+              share: bool = False, probe: int = 0) -> tuple[dict, list]:
         torch = self.torch
         from contextlib import ExitStack
 
-        from search_engine.evaluation.hooks import poisoned_allocations, result_spotter
+        from search_engine.evaluation.call_watch import (
+            poisoned_allocations, python_threads, result_spotter, tampered_harness,
+        )
 
         self.profiler_ready.wait()  # no forward beside the profiler's start (its torch calls)
         inputs = self.sets[which]
@@ -42,19 +48,25 @@ class CandidateCalls:
         pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] \
             if watched_here else None
         mark = self.recorder.mark()
+        before = self._watched_counts()
         aten_before = dict(self.aten.inside_kernel) if self.aten else {}
-        host_before = dict(self.host_reads)
-        escapes_before = dict(self.escapes)
-        spotter = result_spotter(self.output_shapes) if ghost else None
+        threads_before = python_threads()
+        numels = [int(torch.Size(s).numel()) for s in self.output_shapes]
+        own_before = self.recorder.own_launches
+        spotter = result_spotter(numels, probe or 1, lambda: self.recorder.in_launch,
+                                 keep_shapes=self.output_shapes if share and ghost else None,
+                                 launches=lambda: self.recorder.own_launches - own_before)
         torch_bytes_before = self.aten.bytes if self.aten else 0
+        if self.work is not None:
+            self.work.begin()
         with ExitStack() as stack:
             stack.enter_context(torch.no_grad())
-            if ghost:  # below the work recorder: its fills are ours, not the candidate's
-                stack.enter_context(poisoned_allocations())
-                self.recorder.ghost = True
-                stack.callback(setattr, self.recorder, "ghost", False)
-            if spotter is not None:
-                stack.enter_context(spotter)
+            # below the work recorder: its fills are ours, not the candidate's
+            stack.enter_context(poisoned_allocations(probe ^ 0x5DEECE66D))
+            if ghost:
+                self._noop(True)
+                stack.callback(self._noop, False)
+            stack.enter_context(spotter)
             if self.aten is not None:
                 stack.enter_context(self.aten)
             self.in_forward = True
@@ -62,6 +74,7 @@ class CandidateCalls:
             out = self.model(*inputs)
         if self.gpu:
             torch.cuda.synchronize()
+        new_threads = len(python_threads() - threads_before)
         try:
             outputs = wire.plain_tensors(out, self.max_outputs)
         except TypeError as exc:
@@ -72,8 +85,6 @@ class CandidateCalls:
         elif keep:
             copies = [o.detach().clone() for o in outputs]
             self.kept[keep] = copies
-            for i, t in enumerate(spotter.found if spotter else []):
-                self.kept[f"{keep}:spotted:{i:02d}"] = [t]
         else:
             copies = [o.detach().to("cpu", copy=True) for o in outputs]
         size = sum(o.numel() * o.element_size() for o in copies)
@@ -81,6 +92,7 @@ class CandidateCalls:
             raise OutputRejected(f"forward returned {size} bytes of outputs, over the "
                             f"{self.max_output_bytes} the reference's outputs allow")
         launches = self.recorder.since(mark)
+        after = self._watched_counts()
         evidence = {
             "own_launches": sum(1 for launch in launches if launch.own),
             "other_launches": sorted({launch.name for launch in launches if not launch.own}),
@@ -89,25 +101,33 @@ class CandidateCalls:
             "mutations": _mutations(inputs, pristine) if watched_here else [],
             "aliases": _aliases(outputs, inputs),
             "kernel_seconds": sum(launch.seconds for launch in launches if launch.own),
-            "kernel_bytes": sum(launch.arg_bytes for launch in launches if launch.own),
+            "kernel_bytes": self.work.unique_bytes() if self.work is not None else
+            sum(launch.arg_bytes for launch in launches if launch.own),
             "torch_in_kernel": _grown(aten_before, self.aten.inside_kernel) if self.aten else {},
             "torch_bytes": (self.aten.bytes - torch_bytes_before) if self.aten else 0,
-            "host_reads": _grown(host_before, self.host_reads),
-            "dispatch_escapes": _grown(escapes_before, self.escapes),
-            "spotted": len(spotter.found) if spotter is not None and not keep else 0,
+            **{k: _grown(before[k], after[k]) for k in before},
+            "threads_alive": new_threads,
+            "tampered_harness": tampered_harness(self.harness),
+            "host_callables": dict(self.recorder.host_callables),
+            # each: numel, projection, norm, the candidate's launches after it
+            "projections": [[n, float(p), float(m), self.recorder.own_launches - own_before - k]
+                            for n, p, m, k in spotter.found[:MAX_PROJECTIONS]],
+            "projections_total": len(spotter.found),
+            "spotted": len(spotter.kept),
         }
         if not ghost and watched_here:
             for i, x in enumerate(inputs):  # a mutating candidate must not poison later calls
                 if isinstance(x, torch.Tensor):
                     x.copy_(pristine[i])
         if share:
-            spotted = list(spotter.found) if spotter else []
-            return {"ok": True, "evidence": {**evidence, "spotted": len(spotted)},
-                    "n_outputs": len(copies), **self._export(copies + spotted)}, []
+            return {"ok": True, "evidence": evidence, "n_outputs": len(copies),
+                    **self._export(copies + spotter.kept)}, []
         if keep:
             return {"ok": True, "evidence": evidence, "kept": keep}, []
-        return {"ok": True, "evidence": evidence}, copies + (
-            [t.to("cpu") for t in spotter.found] if spotter else [])
+        return {"ok": True, "evidence": evidence}, copies
+
+
+MAX_PROJECTIONS = 4096  # more torch results of an output's size than this is itself flagged
 
 
 class OutputRejected(TypeError):

@@ -10,6 +10,7 @@ tensors.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import time
 from typing import Any
@@ -29,6 +30,7 @@ from search_engine.evaluation.sandbox import (
     SandboxTimeout,
     make_workdir,
 )
+from search_engine.evaluation.call_watch import matching_projections
 from search_engine.evaluation.timed_checks import TimedChecks
 from search_engine.evaluation.tolerances import precision_class, tolerance_for
 from search_engine.hardware import HardwareTarget
@@ -173,6 +175,7 @@ class CandidateRun(TimedChecks, Judgement):
         }, init_tensors + list(ref.state_dict.values()))
         if not reply.get("ok"):
             return self._failed(reply, phases)
+        load_evidence = reply.get("evidence") or {}
         phase("load_candidate")
         if ref.resident:
             from search_engine.evaluation.resident import ResidentDrive
@@ -180,35 +183,57 @@ class CandidateRun(TimedChecks, Judgement):
             report = ResidentDrive(self, session, ref).drive(phases, phase)
             if isinstance(report, EvaluationResult):
                 return report
+            report["load"] = load_evidence
             return self._finish(session, report)
+        # Set ids are a random permutation, staged in random order, and the ghost replay is
+        # an ordinary call at a random place among the trials: nothing tells it apart.
+        n = len(ref.inputs)
+        ids = secrets.SystemRandom().sample(range(n + 1), n + 1)
+        self._set_ids = ids[:n]
         sets = [*ref.inputs, ref.ghost_inputs]
-        for index, inputs in enumerate(sets):
-            slots, tensors = wire.encode_values(inputs)
-            self._request(session, "stage", {"set": index, "inputs": slots}, tensors)
+        for index in secrets.SystemRandom().sample(range(n + 1), n + 1):
+            slots, tensors = wire.encode_values(sets[index])
+            self._request(session, "stage", {"set": ids[index], "inputs": slots}, tensors)
 
-        warm = self._warm(session, 0)
+        warm = self._warm(session, ids[0])
         if warm is not None:
             return self._failed(warm, phases, 0)
-        trials, outputs, evidence = [], [], []
-        for index in range(len(ref.inputs)):
-            reply, out = self._request(session, "call", {"set": index}, max_reply_bytes=out_cap)
+        ghost_at = secrets.randbelow(n + 1) if self.config.ghost_replay else None
+        trials, outputs, evidence, ghost = [], [], [], None
+        for position in range(n + 1):
+            if position == ghost_at:
+                ghost = self._ghost_call(session, ref, ids[n], out_cap)
+                continue
+            index = position - (ghost_at is not None and position > ghost_at)
+            if index >= n:
+                break
+            reply, out = self._call(session, ids[index], False, out_cap)
             if not reply.get("ok"):
                 return self._failed(reply, phases, index)
-            evidence.append({"trial": index, **reply["evidence"]})
+            evidence.append({"trial": index, **reply["evidence"],
+                             "torch_answer_moved": matching_projections(
+                                 reply["evidence"], ref.outputs64[index], reply["probe"],
+                                 self.tolerance.rel_norm, launched_after=True)})
             outputs.append(out)
             trials.append(self._compare(index, ref.schedule[index][0], out, ref.outputs64[index]))
         phase("correctness")
         report = {"trials": evidence, "phases": phases, "correctness": trials,
-                  "outputs": outputs, "timing": dict(ref.baselines)}
+                  "outputs": outputs, "timing": dict(ref.baselines), "load": load_evidence}
+        if ghost is not None:
+            report["ghost"] = ghost
         if all(t.passed for t in trials):
             self._timed_checks(session, ref, report)
             phase("timing")
-            if self.config.ghost_replay:
-                report["ghost"] = self._ghost(session, ref)
-                phase("ghost")
-            self._profile(session, report, list(range(len(ref.inputs))))
+            self._profile(session, report, self._set_ids)
             phase("profile")
         return self._finish(session, report)
+
+    def _call(self, session: SandboxSession, set_id: int, ghost: bool, out_cap: int):
+        """One call; every call's header has the same fields (the ghost's too)."""
+        header = {"set": set_id, "ghost": ghost, "probe": secrets.randbits(62) + 1}
+        reply, out = self._request(session, "call", header, max_reply_bytes=out_cap)
+        reply["probe"] = header["probe"]
+        return reply, out
 
     def _warm(self, session: SandboxSession, input_set: int) -> dict | None:
         """Compile the candidate's Triton kernels before its first call, outside the GPU

@@ -77,7 +77,7 @@ class CandidateServer(CandidateCalls):
             self.work = InterpreterWork()
             self.work.install()
         self.recorder = LaunchRecorder(work=self.work)
-        self.recorder.install()
+        self._noop = self.recorder.install()
         self.aten = make_aten_work_recorder(self.recorder) if not self.gpu else None
         self.timers = snapshot_timers()
         # CUPTI takes seconds to start: it starts beside the first requests (the compile
@@ -89,37 +89,29 @@ class CandidateServer(CandidateCalls):
         else:
             self.profiler_ready.set()
         self.host_reads: dict[str, int] = {}
+        self.scalar_reads: dict[str, int] = {}
         self.escapes: dict[str, int] = {}
+        self.threads: dict[str, int] = {}
+        # The candidate's code runs watched from its import on: `in_forward` is set around
+        # the import, construction and weight loading as well as around every call.
         self.in_forward = False
         self.output_shapes: list[list[int]] = []
-        self._watch_host_reads()
-        from search_engine.evaluation.hooks import watch_dispatch_escapes
+        from search_engine.evaluation.call_watch import (
+            snapshot_harness, watch_dispatch_escapes, watch_tensor_reads, watch_threads,
+        )
 
+        watch_tensor_reads(self.recorder, self.host_reads, self.scalar_reads,
+                           lambda: self.in_forward)
         watch_dispatch_escapes(lambda: self.in_forward and not self.recorder.in_launch,
                                self.escapes)
+        watch_threads(lambda: self.recorder.own_filename, self.threads)
+        self.harness = snapshot_harness(self)
 
     def _start_profiler(self) -> None:
         try:
             _warm_profiler()
         finally:
             self.profiler_ready.set()
-
-    def _watch_host_reads(self) -> None:
-        """Count Tensor -> host-Python conversions made outside kernels (NumPy or lists doing
-        the math); the interpreter's own launches are exempt."""
-        torch, recorder, counts = self.torch, self.recorder, self.host_reads
-
-        def watch(name):
-            original = getattr(torch.Tensor, name)
-
-            def wrapper(tensor, *args, **kwargs):
-                if not recorder.in_launch:
-                    counts[name] = counts.get(name, 0) + 1
-                return original(tensor, *args, **kwargs)
-            setattr(torch.Tensor, name, wrapper)
-
-        for name in ("numpy", "tolist", "__array__"):
-            watch(name)
 
     # -- the loop
     def serve(self) -> None:
@@ -159,25 +151,42 @@ class CandidateServer(CandidateCalls):
         self.output_shapes = header.get("output_shapes", [])
         self.max_output_bytes = int(header.get("max_output_bytes", 1 << 30))
         self.build = (header["candidate_file"], init_inputs, state, int(header["seed"]))
+        before = self._watched_counts()
         try:
             self.model = self._build_model()
         except BaseException as exc:  # noqa: BLE001 - every failure here is a build failure
             return self._build_failure(exc), []
-        return {"ok": True}, []
+        from search_engine.evaluation.candidate_call import _grown
+
+        after = self._watched_counts()
+        return {"ok": True, "evidence": {k: _grown(before[k], after[k]) for k in before}}, []
+
+    def _watched_counts(self) -> dict:
+        return {"host_reads": dict(self.host_reads), "scalar_reads": dict(self.scalar_reads),
+                "dispatch_escapes": dict(self.escapes), "threads": dict(self.threads)}
 
     def _build_model(self):
         """A fresh module and ModelNew: nothing of an earlier instance's state survives."""
         from search_engine.problems import exec_module
 
         candidate_file, init_inputs, state, seed = self.build
-        module = exec_module(Path(candidate_file).read_text(), "kernelhub_candidate",
-                             candidate_file)
-        if not hasattr(module, "ModelNew"):
-            raise AttributeError("the candidate defines no ModelNew")
-        self.torch.manual_seed(seed)
-        model = module.ModelNew(*init_inputs)
-        _load_weights(model, state)
-        return model.to(self.device).eval()
+        self.in_forward = True  # import, construction and weight loading run watched
+        try:
+            module = exec_module(Path(candidate_file).read_text(), "kernelhub_candidate",
+                                 candidate_file)
+            if not hasattr(module, "ModelNew"):
+                raise AttributeError("the candidate defines no ModelNew")
+            self.torch.manual_seed(seed)
+            model = module.ModelNew(*init_inputs)
+            _load_weights(model, state)
+            model = model.to(self.device).eval()
+        finally:
+            self.in_forward = False
+        # The build seed is public (the reference's weights); what the RNG says after it
+        # must not hint at anything, so it is reseeded from the OS (trial seeds are the
+        # parent's secret anyway and never reach this process).
+        self.torch.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        return model
 
     @staticmethod
     def _build_failure(exc: BaseException) -> dict:
@@ -310,8 +319,13 @@ class CandidateServer(CandidateCalls):
         from search_engine.evaluation.hooks import tampered_timers
 
         torch = self.torch
+        from search_engine.evaluation.call_watch import tampered_harness
+
         return {"ok": True, "tampered_timers": tampered_timers(self.timers),
+                "tampered_harness": tampered_harness(self.harness),
                 "own_kernels": self.recorder.own_names(),
+                "own_kernel_symbols": self.recorder.own_symbols(),
+                "threads_total": dict(self.threads),
                 "default_stream": torch.cuda.current_stream().cuda_stream if self.gpu else None,
                 "kernel_metadata": self.recorder.kernel_metadata() if self.gpu else [],
                 "aten_bytes": self.aten.bytes if self.aten else 0,

@@ -12,9 +12,9 @@ touched by torch operators called outside any Triton launch, and `InterpreterWor
 the bytes the candidate's kernels really load and store (masked lanes excluded): together
 the coverage proxy. Argument sizes are never counted: `expand` makes them lie.
 
-Ghost mode (`LaunchRecorder.ghost`) turns every Triton launch into a no-op, and
-`poisoned_allocations` fills fresh tensors with NaN: if a candidate's outputs are still
-right, its kernels did not compute them.
+The ghost replay's switch (`install()` returns it) turns every Triton launch into a no-op;
+what watches each call (memory fills, result projections, threads, dispatch escapes) is
+`call_watch`'s.
 """
 
 from __future__ import annotations
@@ -53,13 +53,19 @@ class LaunchRecorder:
     launches: list[KernelLaunch] = field(default_factory=list)
     compiled: dict[str, Any] = field(default_factory=dict)  # name -> CompiledKernel
     in_launch: bool = False
-    ghost: bool = False  # launches do nothing (ghost replay)
+    own_launches: int = 0  # the candidate's launches so far (the projections note when)
     compile_only: bool = False  # launches compile their kernel and stop (`warm` request)
     work: "InterpreterWork | None" = None
+    # Python callables handed to a kernel (or named in its body) that are not kernels:
+    # the interpreter would run them on the host (`runtime.python_callable_in_kernel`).
+    host_callables: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _installed: list = field(default_factory=list)
+    _callables_seen: dict = field(default_factory=dict)
 
-    def install(self) -> None:
+    def install(self):
+        """Wrap the launch paths; returns the ghost switch (`switch(True)`: launches do
+        nothing). It lives only in the wrappers' closure, not on an attribute."""
         from triton.runtime.jit import JITFunction
 
         classes = [JITFunction]
@@ -69,17 +75,19 @@ class LaunchRecorder:
             classes.append(InterpretedFunction)
         except ImportError:
             pass
+        noop = [False]
         for cls in classes:
             original = cls.run
-            cls.run = self._wrap(original)
+            cls.run = self._wrap(original, noop)
             self._installed.append((cls, original))
+        return lambda on: noop.__setitem__(0, bool(on))
 
     def uninstall(self) -> None:
         for cls, original in self._installed:
             cls.run = original
         self._installed.clear()
 
-    def _wrap(self, original):
+    def _wrap(self, original, noop):
         recorder = self
 
         def run(fn_self, *args, grid, warmup, **kwargs):
@@ -90,15 +98,21 @@ class LaunchRecorder:
             filename = getattr(getattr(py_fn, "__code__", None), "co_filename", "?")
             stream = _current_stream()
             own = filename == recorder.own_filename
+            recorder.own_launches += own
+            recorder._note_host_callables(fn_self, name, args, kwargs)
             was_in_launch = recorder.in_launch
             recorder.in_launch = True
             work_before = recorder.work.bytes if recorder.work else 0
+            if recorder.work:
+                was_own, recorder.work.own = recorder.work.own, own
             t0 = time.perf_counter()
             try:
-                kernel = None if recorder.ghost else original(
+                kernel = None if noop[0] else original(
                     fn_self, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 recorder.in_launch = was_in_launch
+                if recorder.work:
+                    recorder.work.own = was_own
             seconds = time.perf_counter() - t0
             moved = (recorder.work.bytes - work_before) if recorder.work else None
             with recorder._lock:
@@ -113,6 +127,17 @@ class LaunchRecorder:
 
         return run
 
+    def _note_host_callables(self, fn_self, name: str, args, kwargs) -> None:
+        found = [f"argument {type(v).__name__} {getattr(v, '__name__', '')}".strip()
+                 for v in list(args) + list(kwargs.values()) if _is_host_callable(v)]
+        if id(fn_self) not in self._callables_seen:
+            self._callables_seen[id(fn_self)] = _host_callables_named_in(fn_self)
+        found += self._callables_seen[id(fn_self)]
+        if found:
+            with self._lock:
+                self.host_callables[name] = sorted(set(self.host_callables.get(name, []))
+                                                   | set(found))
+
     def mark(self) -> int:
         return len(self.launches)
 
@@ -121,6 +146,18 @@ class LaunchRecorder:
 
     def own_names(self) -> list[str]:
         return sorted({launch.name for launch in self.launches if launch.own})
+
+    def own_symbols(self) -> list[str]:
+        """The exact names the compiler gave the candidate's kernels (what a profiler
+        shows), from the compiled kernels themselves: coverage matches these whole, never
+        as substrings of another kernel's name."""
+        names = set()
+        for kernel in self.compiled.values():
+            name = getattr(kernel, "name", None) or getattr(
+                getattr(kernel, "metadata", None), "name", None)
+            if isinstance(name, str) and name:
+                names.add(name)
+        return sorted(names)
 
     def kernel_metadata(self) -> list[dict]:
         """Registers, spills, shared memory and warps of each compiled own kernel."""
@@ -140,6 +177,60 @@ class LaunchRecorder:
                 "num_stages": getattr(meta, "num_stages", None),
             })
         return rows
+
+
+def _is_host_callable(value) -> bool:
+    """A plain Python callable (function, lambda, bound method, callable object) that is not
+    a Triton kernel, a tensor, a type or one of Triton's own objects."""
+    import torch
+
+    if not callable(value) or isinstance(value, (type, torch.Tensor)):
+        return False
+    module = getattr(value, "__module__", None) or type(value).__module__ or ""
+    if module.startswith("triton") or hasattr(value, "run") and hasattr(value, "fn"):
+        return False  # JITFunction, Autotuner, Heuristics, tl.constexpr, tl builtins
+    return True
+
+
+def _host_callables_named_in(fn_self) -> list[str]:
+    """Globals a kernel's body (and its @triton.jit helpers) names that are plain Python
+    callables: inside a compiled kernel they cannot run; the interpreter runs them on the
+    host."""
+    found, seen, todo = [], set(), [fn_self]
+    while todo:
+        jit = todo.pop()
+        fn = getattr(jit, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if code is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if hasattr(const, "co_names"):
+                names |= set(const.co_names)
+        for n in sorted(names):
+            value = fn.__globals__.get(n)
+            if value is None:
+                continue
+            if hasattr(value, "fn") and hasattr(value, "run"):
+                todo.append(value)  # a @triton.jit helper: look inside it too
+            elif _is_host_callable(value) and not _is_library(value):
+                found.append(f"global {n}")
+    return found
+
+
+def _is_library(value) -> bool:
+    """Callables of Python and the libraries (`range`, `min`, `math.sqrt`) are the
+    interpreter's and the compiler's business; what the candidate's own files define is
+    not."""
+    import types
+
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        return True
+    code = getattr(value, "__code__", None) or getattr(getattr(value, "__call__", None),
+                                                       "__code__", None)
+    filename = getattr(code, "co_filename", "") or ""
+    return "site-packages" in filename or "/lib/python" in filename
 
 
 def _current_stream() -> int | None:
@@ -229,11 +320,45 @@ def tampered_timers(snapshot: dict[str, Any]) -> list[str]:
 
 
 class InterpreterWork:
-    """Bytes the interpreter's loads and stores really move (masked-off lanes excluded)."""
+    """What the interpreter's loads and stores really touch (masked-off lanes excluded).
+
+    `bytes` is the volume (every load counted); `unique_bytes()` counts each address of
+    the candidate's own launches once since `begin()`: re-reading the same data does not
+    make a kernel's share of the work larger (coverage measures necessary work)."""
+
+    COMPACT_AT = 1 << 22  # addresses kept before they are deduplicated in place
 
     def __init__(self):
         self.bytes = 0
+        self.own = False  # set by the launch recorder around the candidate's own launches
+        self._loads: dict[int, list] = {}   # itemsize -> address arrays
+        self._stores: dict[int, list] = {}
+        self._pending = 0
         self._installed: list = []
+
+    def begin(self) -> None:
+        self._loads, self._stores, self._pending = {}, {}, 0
+
+    def unique_bytes(self) -> int:
+        import numpy as np
+
+        total = 0
+        for by_size in (self._loads, self._stores):
+            for itemsize, chunks in by_size.items():
+                total += int(np.unique(np.concatenate(chunks)).size) * itemsize if chunks else 0
+        return total
+
+    def _keep(self, by_size: dict, ptrs, mask, itemsize: int) -> None:
+        import numpy as np
+
+        addresses = np.asarray(ptrs.data)[np.asarray(mask.data, dtype=bool)]
+        by_size.setdefault(itemsize, []).append(addresses.ravel())
+        self._pending += addresses.size
+        if self._pending > self.COMPACT_AT:
+            for sizes in (self._loads, self._stores):
+                for size, chunks in sizes.items():
+                    sizes[size] = [np.unique(np.concatenate(chunks))] if chunks else []
+            self._pending = 0
 
     def install(self) -> None:
         import numpy as np
@@ -245,96 +370,17 @@ class InterpreterWork:
         def create_masked_load(builder, ptrs, mask, other, *args, **kwargs):
             ret = load(builder, ptrs, mask, other, *args, **kwargs)
             work.bytes += int(np.count_nonzero(mask.data)) * ret.data.dtype.itemsize
+            if work.own:
+                work._keep(work._loads, ptrs, mask, ret.data.dtype.itemsize)
             return ret
 
         def create_masked_store(builder, ptrs, value, mask, *args, **kwargs):
             work.bytes += int(np.count_nonzero(mask.data)) * value.data.dtype.itemsize
+            if work.own:
+                work._keep(work._stores, ptrs, mask, value.data.dtype.itemsize)
             return store(builder, ptrs, value, mask, *args, **kwargs)
 
         InterpreterBuilder.create_masked_load = create_masked_load
         InterpreterBuilder.create_masked_store = create_masked_store
         self._installed = [(InterpreterBuilder, "create_masked_load", load),
                            (InterpreterBuilder, "create_masked_store", store)]
-
-
-def poisoned_allocations():
-    """A dispatch mode that fills every fresh allocation with NaN (floats) or the largest
-    value (integers), so stale memory cannot pass for a result."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    factories = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"}
-
-    class Poison(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if func.__name__.split(".")[0] in factories and isinstance(out, torch.Tensor):
-                if out.is_floating_point() or out.is_complex():
-                    out.fill_(float("nan"))
-                elif out.dtype == torch.bool:
-                    out.fill_(True)
-                else:
-                    out.fill_(torch.iinfo(out.dtype).max)
-            return out
-
-    return Poison()
-
-
-# Ways out of the dispatch modes that count torch's work (and spot its results).
-DISPATCH_ESCAPES = (
-    ("torch.utils._python_dispatch", "_disable_current_modes"),
-    ("torch.utils._python_dispatch", "_pop_mode"),
-    ("torch.utils._python_dispatch", "_pop_mode_temporarily"),
-    ("torch._C", "_pop_torch_dispatch_stack"),
-    ("torch._C", "_unset_dispatch_mode"),
-    ("torch._C", "_DisableTorchDispatch"),
-    ("torch._C", "_DisablePythonDispatcher"),
-    ("torch._C", "_set_dispatch_mode"),
-)
-
-
-def watch_dispatch_escapes(is_candidate_running, counts: dict) -> None:
-    """Record every use of a dispatch-mode escape hatch while the candidate's forward runs
-    (outside Triton launches). Installed before the candidate is imported, so its
-    `from ... import` binds the watched version."""
-    import importlib
-
-    for module_name, attr in DISPATCH_ESCAPES:
-        module = importlib.import_module(module_name)
-        original = getattr(module, attr, None)
-        if original is None:
-            continue
-
-        def watched(*args, __original=original, __name=f"{module_name}.{attr}", **kwargs):
-            if is_candidate_running():
-                counts[__name] = counts.get(__name, 0) + 1
-            return __original(*args, **kwargs)
-
-        setattr(module, attr, watched)
-
-
-def result_spotter(shapes: list[list[int]], limit: int = 8):
-    """A dispatch mode that keeps copies of torch-op results shaped like an output:
-    in the ghost replay, one that matches the reference means torch computed the answer."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    wanted = {tuple(s) for s in shapes}
-
-    class Spotter(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.found: list = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            name = func.__name__.split(".")[0]
-            if name in VIEW_OR_ALLOC_OPS or name in INTERPRETER_LAUNCH_OPS or name == "fill_":
-                return out
-            for t in out if isinstance(out, (list, tuple)) else (out,):
-                if (isinstance(t, torch.Tensor) and len(self.found) < limit
-                        and tuple(t.shape) in wanted and t.is_floating_point()):
-                    self.found.append(t.detach().clone())
-            return out
-
-    return Spotter()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from search_engine.problems import Problem, ProblemError
 
-GHOST_SEED_OFFSET = 104_729  # the ghost replay's inputs: never one of the trials'
+GHOST_SEED_OFFSET = 104_729  # kept for older callers; the ghost's seed is now a trial seed
 
 
 @dataclass
@@ -59,6 +59,15 @@ class ReferenceData:
                    for s, d in zip(self.output_shapes, self.output_dtypes))
 
 
+def _ghost_draw(schedule, config) -> tuple[int, float, float]:
+    """The ghost replay's inputs are drawn like a trial's: a seed of the same secret kind
+    and the scale and shift of a trial picked at random, so they look like any trial's."""
+    import secrets
+
+    _, scale, shift = schedule[secrets.randbelow(len(schedule))]
+    return (config.trial_seed(len(schedule)), scale, shift)
+
+
 def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]],
                       init_seed: int, device: str, config=None, *,
                       l2_bytes: int = 64 << 20, policy: str = "strict") -> ReferenceData:
@@ -75,7 +84,7 @@ def compute_reference(problem: Problem, schedule: list[tuple[int, float, float]]
     started = time.monotonic()
     workdir = make_workdir("kernelhub-ref-")
     (workdir / "problem.py").write_text(problem.source)
-    ghost = (init_seed + GHOST_SEED_OFFSET, 1.0, 0.0)
+    ghost = _ghost_draw(schedule, config)
     plan = [list(t) for t in schedule] + [list(ghost)]
     env = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"} \
         if device == "cpu" else {}
@@ -324,7 +333,9 @@ class BaselineCache:
         import torch
         import triton
 
-        ident = {"problem": problem.source_hash, "schedule": [list(t) for t in schedule],
+        # Trial seeds are secret and drawn per process: the timing depends on the plan's
+        # shapes and scales, not on them.
+        ident = {"problem": problem.source_hash, "schedule": [list(t[1:]) for t in schedule],
                  "seed": init_seed, "gpu": torch.cuda.get_device_name(),
                  "visible": __import__("os").environ.get("CUDA_VISIBLE_DEVICES", ""),
                  "torch": torch.__version__, "triton": triton.__version__,

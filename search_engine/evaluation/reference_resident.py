@@ -66,6 +66,14 @@ class ResidentTrials:
                                         first, reference,
                                         header["compare"]["dtypes"], tol)
                 reply["verdict"] = {f: getattr(verdict, f) for f in TrialError.__dataclass_fields__}
+            if header.get("projections"):  # torch results the candidate's process projected
+                from search_engine.evaluation.call_watch import matching_projections
+
+                tol = float((header.get("compare") or {}).get("tolerance", {}).get(
+                    "rel_norm", 1e-6))
+                reply["torch_answer_moved"] = matching_projections(
+                    {"projections": header["projections"]}, reference, int(header["probe"]),
+                    tol, launched_after=True)
             samples = self._samples(first, reference, header.get("sample"))
             reply["sampled_outputs"] = len(first) if samples else 0
         finally:

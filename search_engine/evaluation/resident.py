@@ -14,6 +14,8 @@ owns them), and the samples the parent needs for result-reuse and constant-outpu
 
 from __future__ import annotations
 
+import secrets
+
 import time
 from dataclasses import asdict
 
@@ -65,7 +67,8 @@ class ResidentDrive:
                         return run._failed(reply, phases, index)
                     judged, samples = self._judge(index, reply, compare=index)
                     evidence.append({"trial": index, **reply["evidence"],
-                                     "mutations": judged["mutations"]})
+                                     "mutations": judged["mutations"],
+                                     "torch_answer_moved": judged.get("torch_answer_moved", 0)})
                     trials.append(TrialError(**judged["verdict"]))
                     split = int(judged.get("sampled_outputs", 0))
                     outputs.append(samples[:split])
@@ -119,8 +122,11 @@ class ResidentDrive:
 
     def _call(self, kind: str, as_set: int) -> dict:
         with self._timed(kind):
-            reply, _ = self.run._request(self.session, kind, {"set": as_set, "share": True},
-                                         max_reply_fds=wire.MAX_FDS)
+            probe = secrets.randbits(62) + 1
+            reply, _ = self.run._request(self.session, kind, {
+                "set": as_set, "share": True, "ghost": kind == "ghost", "probe": probe},
+                max_reply_fds=wire.MAX_FDS)
+            reply["probe"] = probe
         if not reply.get("ok"):
             wire.close_fds(reply.get("fds", []))
         return reply
@@ -136,6 +142,9 @@ class ResidentDrive:
             header = {"handle": self.handles[as_set], "shared": shared,
                       "groups": groups or [int(reply.get("n_outputs", len(shared)))],
                       "sample": self.indices}
+            if compare is not None and (reply.get("evidence") or {}).get("projections"):
+                header.update(projections=reply["evidence"]["projections"][:4096],
+                              probe=int(reply.get("probe", 1)))
             if compare is not None:
                 seed = self.ref.schedule[compare][0]
                 header["compare"] = {"trial": compare, "seed": seed,
@@ -183,7 +192,8 @@ class ResidentDrive:
         self._open(ghost_index, ghost_set)
         reply = self._call("ghost", ghost_set)
         if not reply.get("ok"):
-            return {"passed": False, "note": f"raised: {reply.get('message', '')[:200]}"}
+            return {"passed": False, "failed": True,
+                    "note": f"raised: {reply.get('message', '')[:200]}"}
         n_out = int(reply.get("n_outputs", 0))
         spotted = len(reply.get("shared", [])) - n_out
         judged, _ = self._judge(ghost_set, reply, groups=[n_out] + [1] * spotted)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from search_engine.evaluation.call_watch import matching_projections
 from search_engine.evaluation.correctness import rel_norm_distance
 from search_engine.evaluation.gpu_lock import cuda_device_key, quiet_gpu
 from search_engine.evaluation.reference import ReferenceData
@@ -24,24 +25,27 @@ class TimedChecks:
         """Time the candidate (the parent holds the GPU), check the timed outputs and one
         more call after timing against the reference."""
         n_sets = len(ref.inputs)
+        ids = getattr(self, "_set_ids", list(range(n_sets)))
+        trial_of = {set_id: trial for trial, set_id in enumerate(ids)}
         default = session.ready.get("default_stream")
         side_streams = any(s != default for t in report["trials"] for s in t["streams"])
-        header = {"sets": list(range(n_sets)), "timing": self.config.timing_spec(
+        header = {"sets": list(ids), "timing": self.config.timing_spec(
             self.hw.l2_bytes or 64 << 20), "pad": not side_streams}
         reply = self._timing_reply(session, header, report)
         if reply is None:
             return
         for entry in reply.get("last", []):
-            if not 0 <= int(entry["set"]) < n_sets:
+            if int(entry["set"]) not in trial_of:
                 raise ProtocolViolation(f"timed outputs for an input set {entry['set']} never "
                                         "staged")
-        reply, _ = self._request(session, "call", {"set": 0, "keep": "after"})
+        reply, _ = self._request(session, "call", {"set": ids[0], "ghost": False,
+                                                   "probe": _probe(), "keep": "after"})
         # The timed and the later outputs stay in the sandbox; the parent picks the indices
         # to read only now that they are fixed, so skipped work cannot hide at unread places.
         got, idx = self._sample(session, ref.outputs64[0])
         consistency = []
         for which in range(n_sets):
-            kept = got.get(f"time:{which:04d}")
+            kept = got.get(f"time:{ids[which]:04d}")
             if kept is not None:
                 consistency.append({"trial": which, "rel_norm_diff": _sample_distance(
                     kept, ref.outputs64[which], idx)})
@@ -113,26 +117,42 @@ class TimedChecks:
         report["timing_noise"] = round(noise, 4) if noise != float("inf") else None
         return reply
 
-    def _ghost(self, session: SandboxSession, ref: ReferenceData) -> dict:
-        """Every Triton launch a no-op, fresh memory poisoned, inputs never seen: right
-        outputs now mean something other than the candidate's kernels computed them."""
-        ghost_set = len(ref.inputs)
-        reply, _ = self._request(session, "ghost", {"set": ghost_set, "keep": "ghost"})
+    def _ghost_call(self, session: SandboxSession, ref: ReferenceData, set_id: int,
+                    out_cap: int) -> dict:
+        """The ghost replay: an ordinary call (at a place the parent drew, on inputs drawn
+        like a trial's) in which every Triton launch does nothing. The parent judges it:
+        right outputs mean the kernels did not compute them; a torch result projected like
+        the answer means torch did; a raise or an answer of another shape counts against
+        the candidate (`failed`), never as a pass."""
+        reply, out = self._call(session, set_id, True, out_cap)
         if not reply.get("ok"):
-            return {"passed": False, "note": f"raised: {reply.get('message', '')[:200]}"}
+            return {"passed": False, "failed": True,
+                    "note": f"raised: {reply.get('message', '')[:200]}"}
         evidence = reply["evidence"]
-        got, idx = self._sample(session, ref.ghost_outputs64)
-        distance = _sample_distance(got.get("ghost", []), ref.ghost_outputs64, idx)
+        shapes = [tuple(o.shape) for o in out]
+        wanted = [tuple(r.shape) for r in ref.ghost_outputs64]
+        if shapes != wanted:
+            return {"passed": False, "failed": True,
+                    "note": f"returned outputs shaped {shapes[:4]}, not {wanted[:4]}"}
+        distance = _distance(out, ref.ghost_outputs64)
         passed = distance <= self.tolerance.rel_norm
-        spotted = [name for name, kept in got.items() if ":spotted:" in name
-                   and any(_sample_distance(kept, [r], idx) <= self.tolerance.rel_norm
-                           for r in ref.ghost_outputs64)]
         return {"passed": passed,
                 "note": "outputs matched the reference" if passed else
-                        f"outputs differ from the reference (sampled relative error {distance:.3g})",
-                "torch_results_matching": len(spotted),
+                        f"outputs differ from the reference (relative error {distance:.3g})",
+                "torch_results_matching": matching_projections(
+                    evidence, ref.ghost_outputs64, reply["probe"], self.tolerance.rel_norm),
+                "torch_results": evidence.get("projections_total", 0),
                 "torch_bytes": evidence.get("torch_bytes", 0),
-                "dispatch_escapes": evidence.get("dispatch_escapes", {})}
+                "dispatch_escapes": evidence.get("dispatch_escapes", {}),
+                "threads": evidence.get("threads", {}),
+                "threads_alive": evidence.get("threads_alive", 0),
+                "tampered_harness": evidence.get("tampered_harness", [])}
+
+
+def _probe() -> int:
+    import secrets
+
+    return secrets.randbits(62) + 1
 
 
 def _random_indices(numel: int, count: int):

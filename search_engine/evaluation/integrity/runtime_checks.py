@@ -28,7 +28,10 @@ def check_profiler_kernel_names(report: dict) -> list[IntegrityFlag]:
     own = report.get("own_kernels", [])
     if not profile or not own:
         return []
-    unseen = [name for name in own if not any(name in k for k in profile)]
+    from search_engine.evaluation.judgement import is_own_kernel
+
+    seen = any(is_own_kernel(k, report) for k in profile)
+    unseen = [] if seen else list(own)
     if not unseen:
         return []
     return [IntegrityFlag(
@@ -182,6 +185,12 @@ def check_ghost_replay(ghost: dict | None) -> list[IntegrityFlag]:
     already equals the answer (a kernel that only copies it out)."""
     if not ghost:
         return []
+    if ghost.get("failed"):
+        return [IntegrityFlag(
+            "runtime.ghost_failed",
+            f"the ghost replay (an ordinary-looking call) did not give an answer: "
+            f"{ghost.get('note', '')[:300]}; a call that cannot be judged counts against "
+            "the candidate")]
     if not ghost.get("passed"):
         if ghost.get("torch_results_matching"):
             return [IntegrityFlag(
@@ -211,7 +220,7 @@ def check_host_compute(report: dict) -> list[IntegrityFlag]:
 
 def check_dispatch_escapes(report: dict) -> list[IntegrityFlag]:
     used: dict[str, int] = {}
-    sources = [*report.get("trials", []), report.get("ghost") or {}]
+    sources = [*report.get("trials", []), report.get("ghost") or {}, report.get("load") or {}]
     for t in sources:
         for name, count in (t.get("dispatch_escapes") or {}).items():
             used[name] = used.get(name, 0) + count
@@ -220,3 +229,96 @@ def check_dispatch_escapes(report: dict) -> list[IntegrityFlag]:
     return [IntegrityFlag("runtime.dispatch_escape",
                           "forward left the evaluator's torch dispatch modes (which count "
                           f"torch's work) through {', '.join(sorted(used))}")]
+
+
+def _summed(report: dict, key: str) -> dict[str, int]:
+    """`key` counts over the load, every trial and the ghost replay."""
+    total: dict[str, int] = {}
+    for t in [report.get("load") or {}, *report.get("trials", []), report.get("ghost") or {}]:
+        for name, count in (t.get(key) or {}).items():
+            total[str(name)] = total.get(str(name), 0) + int(count)
+    return total
+
+
+def check_threads(report: dict) -> list[IntegrityFlag]:
+    """The evaluator's watch (torch's dispatch modes: work counters, result projections,
+    memory fills) holds for one thread: a thread of the candidate's is outside it."""
+    started = _summed(report, "threads")
+    for name, count in (report.get("threads_total") or {}).items():
+        started[str(name)] = max(started.get(str(name), 0), int(count))
+    alive = sum(int(t.get("threads_alive") or 0)
+                for t in [*report.get("trials", []), report.get("ghost") or {}])
+    if not started and not alive:
+        return []
+    listed = ", ".join(f"{k} x{v}" for k, v in sorted(started.items()))
+    return [IntegrityFlag(
+        "runtime.thread_spawn",
+        "the candidate started threads (" + (listed or "none through threading") +
+        (f"; {alive} still running after a call" if alive else "") +
+        "): work on another thread escapes the evaluator's watch")]
+
+
+def check_host_scalar_reads(report: dict) -> list[IntegrityFlag]:
+    """Scalars read out of tensors (`item()`, `float()`, `int()`, `__index__`) during the
+    candidate's import, construction or calls feed host arithmetic no kernel sees."""
+    reads = _summed(report, "scalar_reads")
+    if not reads:
+        return []
+    listed = ", ".join(f"Tensor.{k}() x{v}" for k, v in sorted(reads.items()))
+    return [IntegrityFlag("runtime.host_scalar_read",
+                          f"the candidate read tensor values into host Python: {listed}")]
+
+
+def check_host_callables(report: dict) -> list[IntegrityFlag]:
+    """A plain Python callable handed to a kernel (or named in its body): the interpreter
+    runs it on the host, a compiled kernel could not run it at all."""
+    found: dict[str, set] = {}
+    for t in report.get("trials", []):
+        for kernel, what in (t.get("host_callables") or {}).items():
+            found.setdefault(str(kernel), set()).update(map(str, what))
+    if not found:
+        return []
+    listed = "; ".join(f"{k}: {', '.join(sorted(v)[:4])}" for k, v in sorted(found.items()))
+    return [IntegrityFlag("runtime.python_callable_in_kernel",
+                          f"kernels got Python callables that are not kernels: {listed}")]
+
+
+def check_torch_result_flood(report: dict) -> list[IntegrityFlag]:
+    """More torch results shaped like an output than the evaluator projects in one call:
+    decoys to bury the one that is the answer."""
+    from search_engine.evaluation.candidate_call import MAX_PROJECTIONS
+
+    counts = [int(t.get("projections_total") or 0) for t in report.get("trials", [])]
+    ghost = report.get("ghost") or {}
+    counts.append(int(ghost.get("torch_results") or 0))
+    worst = max(counts, default=0)
+    if worst <= MAX_PROJECTIONS:
+        return []
+    return [IntegrityFlag("runtime.torch_result_flood",
+                          f"one call made {worst} torch results with an output's number of "
+                          f"elements (over {MAX_PROJECTIONS})")]
+
+
+def check_torch_answer_moved(report: dict) -> list[IntegrityFlag]:
+    """A torch result already equal to a trial's answer, after which the candidate's
+    kernels still ran: torch computed the answer and the kernels only moved it."""
+    moved = [t["trial"] for t in report.get("trials", []) if t.get("torch_answer_moved")]
+    if not moved:
+        return []
+    return [IntegrityFlag(
+        "runtime.torch_computed_result",
+        f"trials {moved[:8]}: a torch operator's result already equalled the reference "
+        "output before the candidate's kernels ran: torch computes the answer and the "
+        "kernels only move it")]
+
+
+def check_harness_patch(report: dict) -> list[IntegrityFlag]:
+    """The evaluator's own code in the candidate's process (the call wrapper, the wire
+    helpers, the hooks) replaced while the candidate ran."""
+    names = set(report.get("tampered_harness") or [])
+    for t in [*report.get("trials", []), report.get("ghost") or {}]:
+        names.update(t.get("tampered_harness") or [])
+    if not names:
+        return []
+    return [IntegrityFlag("runtime.harness_patch",
+                          f"the candidate replaced the evaluator's {', '.join(sorted(names)[:6])}")]
