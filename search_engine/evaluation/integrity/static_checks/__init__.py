@@ -21,10 +21,12 @@ Check names:
   static.kernel_escape         a jit body using something other than Triton
   static.try_except_fallback   a try/except that could fall back to another implementation
   static.precision_downcast    lower precision than the policy allows
+  static.precision_mismatch    what the interpreter computes unlike the GPU (TF32 dots, fast
+                               math) under the strict fp32 policy
 
 Layout: `policy` (the allow-lists), `context` (StaticContext, Facts and the AST helpers),
 `verdicts` (may a qualified name be used), and one module per family of checks: `kernels`,
-`access` (imports, builtins, attributes), `compute` (torch outside kernels, precision) and
+`access` (imports, builtins, attributes), `compute` (torch outside kernels, precision), `precision` (one semantics on CPU and GPU) and
 `tampering` (fallbacks, monkeypatching, overrides). This module runs them in order.
 """
 
@@ -54,6 +56,9 @@ from search_engine.evaluation.integrity.static_checks.policy import (  # noqa: F
     TIMER_NAMES, TORCH_ALLOWED, TORCH_CONTAINER_MODULES, TORCH_SUBCLASS_BASES, TRITON_ALLOWED,
     forbidden_tensor_names, kernel_attrs, nn_module_classes, tensor_names, torch_dtype_names,
 )
+from search_engine.evaluation.integrity.static_checks.precision import (  # noqa: F401
+    check_precision_semantics,
+)
 from search_engine.evaluation.integrity.static_checks.tampering import (  # noqa: F401
     check_monkeypatching, check_torch_override, check_try_except_fallback,
 )
@@ -79,6 +84,7 @@ STATIC_CHECKS: list[Callable[[StaticContext], list[IntegrityFlag]]] = [
     check_kernel_bodies,
     check_try_except_fallback,
     check_precision_downcast,
+    check_precision_semantics,
 ]
 
 

@@ -10,6 +10,9 @@ from functools import lru_cache
 ALLOWED_MODULES = {
     "torch", "torch.nn", "torch.nn.functional", "triton", "triton.language", "math", "typing",
     "functools", "dataclasses", "__future__",
+    # host-side TMA descriptors (public Triton API; the offline synthesizer's TMA move):
+    # only the names in TRITON_ALLOWED may be used from it
+    "triton.tools.tensor_descriptor",
 }
 # Submodules of triton.language (triton.language.math, triton.language.extra.libdevice,
 # triton.language.extra.cuda.libdevice, ...) are Triton device code too.
@@ -38,6 +41,8 @@ TORCH_CONTAINER_MODULES = {"Module", "ModuleList", "ModuleDict", "ParameterList"
 TRITON_ALLOWED = {
     "triton", "triton.jit", "triton.autotune", "triton.Config", "triton.heuristics",
     "triton.cdiv", "triton.next_power_of_2", "triton.language", "triton.__version__",
+    "triton.tools.tensor_descriptor.TensorDescriptor",
+    "triton.tools.tensor_descriptor.TensorDescriptor.from_tensor",
 }
 # Tensor methods and attributes a candidate may use outside its kernels.
 TENSOR_ALLOWED = {
@@ -142,7 +147,9 @@ def kernel_attrs() -> frozenset[str]:
     import triton.language as tl
 
     names = {"dtype", "shape", "type", "element_ty", "numel", "value", "T"}
-    for cls in (tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr):
+    classes = [tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr]
+    classes += [c for c in (getattr(tl, "tensor_descriptor", None),) if c is not None]
+    for cls in classes:  # tensor descriptors' load / store: the TMA move
         names.update(n for n in dir(cls) if not n.startswith("_"))
     return frozenset(names)
 
