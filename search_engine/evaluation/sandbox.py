@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from search_engine.evaluation.config import SandboxLimits
+from search_engine.evaluation.isolation.processes import disk_full_in
 from search_engine.evaluation.isolation.untrusted_files import create_fresh, read_fd_tail
 from search_engine.evaluation.sandbox_environment import (
     ENV_ALLOWLIST,
@@ -211,6 +212,7 @@ class SandboxSession:
             disk = proc.disk_exceeded()
             returncode = proc.popen.returncode
         log = redact(_tail(self._log_fd, self.log_chars))
+        disk = disk or disk_full_in(log)
         if self._log_fd is not None:
             os.close(self._log_fd)
             self._log_fd = None
@@ -269,8 +271,8 @@ def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
         proc.kill(limits.kill_grace_s)
         memory = proc.memory_exceeded()
         proc.cleanup()
-        disk = proc.disk_exceeded()
         log = redact(_tail(log_fd, log_chars))
+        disk = proc.disk_exceeded() or disk_full_in(log)
         os.close(log_fd)
     return SandboxOutcome(returncode=proc.popen.returncode, timed_out=timed_out,
                           wall_s=time.monotonic() - started, log=log, isolation=proc.isolation,

@@ -18,6 +18,12 @@ DISK_MAX_ENTRIES = 100_000  # files and directories in a workdir: more is an ino
 DISK_FULL_MARKERS = ("No space left on device", "File too large", "Disk quota exceeded")
 
 
+def disk_full_in(log: str) -> str:
+    """'a write failed: ...' when the sandbox's output says a write ran out of room."""
+    found = [marker for marker in DISK_FULL_MARKERS if marker in log]
+    return f"a write failed: {found[0]}" if found else ""
+
+
 def workdir_usage(workdir: str, max_entries: int = DISK_MAX_ENTRIES) -> tuple[int, int]:
     """(bytes allocated, entries) under `workdir`, links never followed; stops counting
     at `max_entries` so a flood of empty files cannot stall the watcher."""
@@ -127,9 +133,7 @@ class SandboxedProcess:
         if self._disk_fired:
             return self._disk_fired
         if self._output_path and self.disk_bytes:
-            tail = _tail_file(self._output_path, 8000)
-            if any(marker in tail for marker in DISK_FULL_MARKERS):
-                return f"a write failed: {next(m for m in DISK_FULL_MARKERS if m in tail)}"
+            return disk_full_in(_tail_file(self._output_path, 8000))
         return ""
 
     def _watch_disk(self, interval: float) -> None:

@@ -15,7 +15,8 @@ Check names:
   static.forbidden_call        exec/eval/open/__import__/... builtins
   static.dynamic_access        getattr & co. with a computed name, module objects passed around
   static.forbidden_attribute   dunders, frames, private or module-reaching attributes
-  static.torch_compute         torch / F / Tensor compute outside the candidate's kernels
+  static.torch_compute         torch / F / Tensor compute outside the candidate's kernels,
+                               operators and builtins on tensors (`x + 1`, `abs(x)`, `sum(xs)`)
   static.monkeypatch, static.timer_patch   assigning to attributes of modules
   static.torch_override        Tensor subclasses, __torch_function__ / __torch_dispatch__
   static.kernel_escape         a jit body using something other than Triton
@@ -44,6 +45,9 @@ from search_engine.evaluation.integrity.static_checks.compute import (  # noqa: 
 )
 from search_engine.evaluation.integrity.static_checks.context import (  # noqa: F401
     Facts, StaticContext,
+)
+from search_engine.evaluation.integrity.static_checks.host_values import (  # noqa: F401
+    check_host_operators,
 )
 from search_engine.evaluation.integrity.static_checks.kernels import (  # noqa: F401
     check_defines_modelnew, check_kernel_bodies, check_uses_triton_kernel,
@@ -79,6 +83,7 @@ STATIC_CHECKS: list[Callable[[StaticContext], list[IntegrityFlag]]] = [
     check_dynamic_access,
     check_forbidden_attributes,
     check_torch_compute,
+    check_host_operators,
     check_monkeypatching,
     check_torch_override,
     check_kernel_bodies,
