@@ -25,5 +25,5 @@ def test_honest_kernels_pass_every_static_check(name):
 
 @pytest.mark.parametrize("name", KINDS)
 def test_honest_kernels_are_correct(run_eval, name):
-    r = run_eval((CANDIDATES / f"{name}.py").read_text())
+    r = run_eval((CANDIDATES / f"{name}.py").read_text(), timeout_s=240.0)
     assert r.status == "correct", (r.message, [(f.check, f.evidence) for f in r.integrity_flags])

@@ -40,7 +40,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         x = x.contiguous()
         n_rows, n_cols = x.shape
-        chunk = 64
+        chunk = 128
         chunks = triton.next_power_of_2(triton.cdiv(n_cols, chunk))
         parts = triton.cdiv(n_cols, chunk)
         ws = torch.empty((n_rows, chunks, 2), device=x.device, dtype=torch.float32)
