@@ -68,11 +68,9 @@ def cmd_evaluate(args) -> int:
         result = evaluate(problem, candidate, target=args.target, precision_policy=args.precision,
                           timeout_s=args.timeout, config=config)
     except (ProblemError, ValueError, IsolationUnavailable) as exc:
-        if args.json:
-            print(json.dumps({"status": "error", "message": str(exc)}))
-        else:
-            print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _print_error(args, str(exc))
+    except Exception as exc:  # noqa: BLE001 - whatever happened, the caller gets a status
+        return _print_error(args, f"the evaluation failed: {type(exc).__name__}: {exc}")
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
     else:
@@ -80,6 +78,14 @@ def cmd_evaluate(args) -> int:
 
         print(format_summary(result))
     return 0
+
+
+def _print_error(args, message: str) -> int:
+    if args.json:
+        print(json.dumps({"status": "error", "message": message}))
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -116,6 +116,11 @@ class CandidateRun(TimedChecks, Judgement):
                 status, message = failure
                 if outcome.memory_exceeded and status != "hack_suspected":
                     status, message = "runtime_error", self._memory_message()
+                if outcome.disk_exceeded and status != "hack_suspected":
+                    status, message = "runtime_error", (
+                        "the candidate exceeded the sandbox disk limit of "
+                        f"{self.config.limits.disk_bytes / (1 << 30):.3g} GiB and was killed: "
+                        + outcome.disk_exceeded)
                 return self.result(status, message, **common)
             if isinstance(report, EvaluationResult):
                 report.isolation, report.logs = outcome.isolation, (report.logs + "\n" + outcome.log).strip()[-self.config.log_chars:]

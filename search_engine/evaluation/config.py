@@ -53,6 +53,7 @@ class SandboxLimits:
     # all work (else IsolationUnavailable); "off": a plain subprocess in its own session.
     isolation: str = "auto"
     memory_bytes: int = 16 << 30   # host memory of the whole sandbox (cgroup; else RLIMIT_AS/watchdog)
+    disk_bytes: int = 1 << 30      # what the workdir may hold (watched; RLIMIT_FSIZE per file)
 
 
 @dataclass(frozen=True)

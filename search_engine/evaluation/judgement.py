@@ -7,7 +7,6 @@ is there. A mixin of `CandidateRun`.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from search_engine.evaluation.integrity import runtime_checks as rc
 from search_engine.evaluation.reference import ReferenceData
 from search_engine.evaluation.result import EvaluationResult, IntegrityFlag, TimingStats
 from search_engine.evaluation.reward import compute_reward, reward_speedup
-from search_engine.evaluation.sandbox import run_sandboxed_command
 from search_engine.evaluation.tolerances import policy_loosens
 
 
@@ -174,31 +172,11 @@ class Judgement:
         return self.config.ncu == "auto" and diag.ncu_available()
 
     def _ncu(self, workdir: Path, ref: ReferenceData, kernel_names: list[str]) -> dict:
-        """Replay two calls under ncu, inside the same kind of sandbox (inputs from a file
-        the parent wrote; the parent reads back only ncu's CSV)."""
-        import torch
+        """Replay two calls under ncu in a fresh sandbox workdir (see `ncu_replay`)."""
+        from search_engine.evaluation.ncu_replay import run_ncu_replay
 
-        log_file = workdir / "ncu.csv"
-        inputs_file = workdir / "ncu_inputs.pt"
-        data = {"init": ref.init_inputs, "state": ref.state_dict, "seed": ref.init_seed}
-        if ref.resident:  # the replay draws trial 0 on the device itself
-            (workdir / "ncu_problem.py").write_text(self.problem.source)
-            data.update(draw=list(ref.schedule[0]), problem_file=str(workdir / "ncu_problem.py"))
-        else:
-            data["inputs"] = ref.inputs[0]
-        torch.save(data, inputs_file)
-        argv = [*diag.ncu_command(kernel_names, str(log_file)), sys.executable, "-m",
-                "search_engine.evaluation.child", "--mode", "ncu", "--device", "cuda",
-                "--inputs", str(inputs_file), "--candidate", str(workdir / "candidate.py")]
-        outcome = run_sandboxed_command(argv, workdir, timeout_s=self.config.ncu_timeout_s,
-                                        limits=self.config.limits, env_extra=self._env(),
-                                        gpu=True, extra_ro_paths=diag.ncu_paths())
-        try:
-            text = log_file.read_text()
-        except OSError:
-            return {"error": "ncu wrote no report", "log": outcome.log[-800:]}
-        parsed = diag.parse_ncu_csv(text)
-        return parsed or {"error": "no ncu metrics parsed", "log": text[-800:]}
+        return run_ncu_replay(self.config, self.problem.source, self.candidate, ref,
+                              kernel_names, self._env())
 
 
 

@@ -31,7 +31,7 @@ from search_engine.evaluation.candidate_run import CandidateRun, candidate_env, 
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.judgement import _timing_quality
 from search_engine.evaluation.reference import ReferenceCache, ReferenceData, compute_reference
-from search_engine.evaluation.result import EvaluationResult
+from search_engine.evaluation.result import EvaluationResult, IntegrityFlag
 from search_engine.evaluation.sandbox_pool import SandboxPool
 from search_engine.evaluation.timed_checks import _noise, _random_indices
 from search_engine.evaluation.tolerances import check_policy
@@ -91,6 +91,8 @@ def evaluate(
                 result = run.sandbox_stage(reference, keep_workdir, sandbox_pool)
             except ProblemError as exc:  # the problem's resident sandbox failed mid-way
                 result = run.result("runtime_error", f"the evaluation could not finish: {exc}")
+            except Exception as exc:  # noqa: BLE001 - a reply the parent could not read
+                result = _unreadable_reply(run, exc)
         if reference_cache is None and reference.link is not None:
             reference.link.close()
         result.diagnostics.setdefault("phases", {})["reference_s"] = round(reference_s, 3)
@@ -99,6 +101,14 @@ def evaluate(
         result.diagnostics["phases"]["overhead_s"] = round(
             result.duration_s - result.diagnostics["phases"]["measurement_s"], 3)
     return result
+
+
+def _unreadable_reply(run: CandidateRun, exc: Exception) -> EvaluationResult:
+    """A reply of the wrong shape or types broke the parent's reading of it: the honest
+    harness never sends one, so it is a protocol violation, reported, never a crash."""
+    evidence = f"the parent could not use the sandbox's replies: {type(exc).__name__}: {exc}"
+    run.flags.append(IntegrityFlag("protocol.violation", evidence[:500]))
+    return run.result("hack_suspected", "protocol.violation: " + evidence[:300])
 
 
 def candidate_pool(target: str | HardwareTarget, config: EvaluationConfig | None = None,

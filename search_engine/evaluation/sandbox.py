@@ -17,6 +17,7 @@ The child's environment comes from `sandbox_environment`; warm single-use sessio
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import subprocess
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from search_engine.evaluation.config import SandboxLimits
+from search_engine.evaluation.isolation.processes import disk_full_in
+from search_engine.evaluation.isolation.untrusted_files import create_fresh, read_fd_tail
 from search_engine.evaluation.sandbox_environment import (
     ENV_ALLOWLIST,
     REPO_ROOT,
@@ -86,6 +89,7 @@ class SandboxSession:
         self.process = None
         self.isolation: dict = {}
         self._next_id = 0
+        self._log_fd: int | None = None
         self.ready: dict = {}
 
     # -- life cycle
@@ -104,7 +108,8 @@ class SandboxSession:
                 "--sock", str(child_sock.fileno()), *self.args]
         env = clean_environment(self.workdir, self.env_extra)
         env["KERNELHUB_SANDBOX_TIMEOUT_S"] = str(self.budget_s)
-        log = open(self.workdir / "child.log", "wb")
+        log = _fresh_log(self.workdir / "child.log")
+        self._log_fd = os.dup(log.fileno())  # read back through this, never by path
         try:
             self.process = spawn(argv, self.workdir, limits=self.limits, env=env, gpu=self.gpu,
                                  pass_fds=(child_sock.fileno(),), stdout=log,
@@ -193,7 +198,7 @@ class SandboxSession:
             self.sock.close()
             self.sock = None
         outcome = SandboxOutcome(returncode=None, timed_out=False, wall_s=self.used_s,
-                                 log=redact(_tail(self.workdir / "child.log", self.log_chars)),
+                                 log=redact(_tail(self._log_fd, self.log_chars)),
                                  isolation=self.isolation, memory_exceeded=False)
         threading.Thread(target=self.close, daemon=True, name="kernelhub-sandbox-reap").start()
         return outcome
@@ -203,7 +208,7 @@ class SandboxSession:
         timed_out = self.used_s >= self.budget_s
         if self.sock is not None:
             self.sock.close()
-        returncode, memory = None, False
+        returncode, memory, disk = None, False, ""
         if self.process is not None:
             proc = self.process
             try:
@@ -213,10 +218,16 @@ class SandboxSession:
             proc.kill(self.limits.kill_grace_s)
             memory = proc.memory_exceeded()
             proc.cleanup()
+            disk = proc.disk_exceeded()
             returncode = proc.popen.returncode
+        log = redact(_tail(self._log_fd, self.log_chars))
+        disk = disk or disk_full_in(log)
+        if self._log_fd is not None:
+            os.close(self._log_fd)
+            self._log_fd = None
         return SandboxOutcome(returncode=returncode, timed_out=timed_out, wall_s=self.used_s,
-                              log=redact(_tail(self.workdir / "child.log", self.log_chars)),
-                              isolation=self.isolation, memory_exceeded=memory)
+                              log=log, isolation=self.isolation, memory_exceeded=memory,
+                              disk_exceeded=disk)
 
     def __enter__(self) -> SandboxSession:
         return self
@@ -234,6 +245,7 @@ class SandboxOutcome:
     log: str
     isolation: dict = field(default_factory=dict)
     memory_exceeded: bool = False
+    disk_exceeded: str = ""  # why the workdir's disk limit stopped it ('' when it did not)
 
 
 
@@ -254,9 +266,9 @@ def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
     """Run a command to completion in the sandbox (no socket): e.g. ncu around a replay."""
     env = clean_environment(workdir, env_extra)
     env["KERNELHUB_SANDBOX_TIMEOUT_S"] = str(timeout_s)
-    log_path = workdir / "command.log"
     started = time.monotonic()
-    with open(log_path, "wb") as log:
+    with _fresh_log(workdir / "command.log") as log:
+        log_fd = os.dup(log.fileno())
         proc = spawn(argv, workdir, limits=limits, env=env, gpu=gpu, pass_fds=(), stdout=log,
                      extra_ro_paths=extra_ro_paths)
     from search_engine.evaluation.cancellation import track
@@ -271,10 +283,12 @@ def run_sandboxed_command(argv: list[str], workdir: Path, *, timeout_s: float,
         proc.kill(limits.kill_grace_s)
         memory = proc.memory_exceeded()
         proc.cleanup()
+        log = redact(_tail(log_fd, log_chars))
+        disk = proc.disk_exceeded() or disk_full_in(log)
+        os.close(log_fd)
     return SandboxOutcome(returncode=proc.popen.returncode, timed_out=timed_out,
-                          wall_s=time.monotonic() - started,
-                          log=redact(_tail(log_path, log_chars)), isolation=proc.isolation,
-                          memory_exceeded=memory)
+                          wall_s=time.monotonic() - started, log=log, isolation=proc.isolation,
+                          memory_exceeded=memory, disk_exceeded=disk)
 
 
 class _Killable:
@@ -287,9 +301,19 @@ class _Killable:
         self.proc.kill(0.0)
 
 
-def _tail(path: Path, limit: int) -> str:
+def _fresh_log(path: Path):
+    """The child's stdout: a file the parent creates (a planted link or FIFO at `path` is
+    removed, never followed) and later reads through its own descriptor."""
+    return os.fdopen(create_fresh(path, 0o644), "wb")
+
+
+def _tail(fd: int | None, limit: int) -> str:
+    """The log's last `limit` characters, read through the parent's descriptor (bounded:
+    the child may have written gigabytes)."""
+    if fd is None:
+        return ""
     try:
-        data = path.read_bytes()
+        data = read_fd_tail(fd, limit * 4)
     except OSError:
         return ""
     text = data.decode(errors="replace")

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import struct
 from typing import Any
 
 HEADER_LIMIT = 4 << 20  # a header is metadata only
+MAX_DEPTH = 64  # nesting of a header's JSON; an honest one is a handful deep
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_JSON_BRACKET = re.compile(rb"[\[\]{}]")
 _LEN = struct.Struct(">Q")
 
 DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8",
@@ -121,10 +125,7 @@ def recv(sock: socket.socket, max_tensor_bytes: int, max_fds: int = 0) -> tuple[
         size = _LEN.unpack(first + _recv_exact(sock, _LEN.size - len(first)))[0]
         if size > HEADER_LIMIT:
             raise ProtocolError(f"header of {size} bytes exceeds the {HEADER_LIMIT} byte cap")
-        try:
-            header = json.loads(_recv_exact(sock, size))
-        except ValueError as exc:
-            raise ProtocolError(f"header is not JSON: {exc}") from None
+        header = parse_header(_recv_exact(sock, size))
         if not isinstance(header, dict) or not isinstance(header.get("tensors", []), list):
             raise ProtocolError("header is not a JSON object with a tensor list")
         if header.get("fd_count", 0) != len(fds):
@@ -145,6 +146,22 @@ def recv(sock: socket.socket, max_tensor_bytes: int, max_fds: int = 0) -> tuple[
             raise ProtocolError(f"frame carries over {max_tensor_bytes} bytes of tensors")
         plan.append((dtype, shape, nbytes))
     return header, [_read_tensor(sock, *p) for p in plan]
+
+
+def parse_header(raw: bytes) -> Any:
+    """JSON of at most MAX_DEPTH levels, or ProtocolError (never RecursionError: the
+    depth is counted before the parser recurses)."""
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+        depth = deepest = 0
+        for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub(b'""', raw)):
+            depth += 1 if bracket in (b"[", b"{") else -1
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                raise ProtocolError(f"header nests deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"header is not JSON: {type(exc).__name__}: {exc}"[:300]) from None
 
 
 def checked_meta(meta) -> tuple:

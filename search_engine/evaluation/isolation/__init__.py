@@ -45,13 +45,13 @@ from search_engine.evaluation.isolation.cgroups import (  # noqa: F401
     GiB, _Group, _human, _memory_group, _pids_group,
 )
 from search_engine.evaluation.isolation.command import (  # noqa: F401
-    LAUNCHER, PACKAGE_DIR, REPO_ROOT, _Plan, _prepare_workdir,
+    LAUNCHER, PACKAGE_DIR, REPO_ROOT, _Plan, _prepare_workdir, bwrap_has_size,
 )
 from search_engine.evaluation.isolation.host_probe import (  # noqa: F401
     BWRAP_ENV, LAYERS, LOCAL_BWRAP, PROBE_SCRIPT, _find_bwrap, _host_facts, _nproc_limit, probe,
 )
 from search_engine.evaluation.isolation.processes import (
-    SandboxedProcess, WATCHDOG_INTERVAL_S, _tail_file,
+    DISK_WATCH_INTERVAL_S, DISK_MAX_ENTRIES, SandboxedProcess, WATCHDOG_INTERVAL_S, _tail_file,
 )
 
 
@@ -101,7 +101,9 @@ def spawn_sandboxed(
         popen = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                                  stdout=stdout, stderr=stderr, pass_fds=pass_fds,
                                  start_new_session=True)
-        return SandboxedProcess(popen=popen, isolation=report, memory_bytes=limits.memory_bytes)
+        return _watch_disk(SandboxedProcess(popen=popen, isolation=report,
+                                            memory_bytes=limits.memory_bytes,
+                                            _output_path=output_path), limits, workdir)
     if limits.network == "required" and not report["network_isolated"]:
         raise IsolationUnavailable("network isolation is required but no network namespace works "
                                    "on this host" + _notes(report))
@@ -112,7 +114,8 @@ def spawn_sandboxed(
     drop = report["user"].startswith("uid 65534")
     rlimits = {
         "RLIMIT_NOFILE": limits.max_open_files,
-        "RLIMIT_FSIZE": limits.max_file_bytes,
+        # no one file (the log, a write into the workdir) may outgrow the disk limit
+        "RLIMIT_FSIZE": min(limits.max_file_bytes, limits.disk_bytes),
     }
     if cpu_timeout_s is None and env.get("KERNELHUB_SANDBOX_TIMEOUT_S"):
         cpu_timeout_s = float(env["KERNELHUB_SANDBOX_TIMEOUT_S"])
@@ -143,6 +146,7 @@ def spawn_sandboxed(
     nproc = (f"RLIMIT_NPROC = {nproc_value} (uid 65534, shared by all sandboxes)" if drop
              else "RLIMIT_NPROC (not enforced: runs as root)")
     isolation["process_limit"] = f"{pids_text}; {nproc}" if pids_text else nproc
+    isolation["disk_limit"] = disk_limit_text(limits, facts["bwrap"])
     if memory_mode == "watchdog" and "memory" not in isolation["layers_missing"]:
         isolation["layers_missing"] = [*isolation["layers_missing"], "memory"]
     if memory_mode != "watchdog" and "memory" in isolation["layers_missing"]:
@@ -155,7 +159,8 @@ def spawn_sandboxed(
     plan = _Plan(backend=facts["backend"], tool=facts["bwrap"] or facts["unshare"], drop=drop,
                  net=limits.network != "off", gpu=gpu, workdir=workdir,
                  extra_ro_paths=tuple(extra_ro_paths), rlimits=rlimits,
-                 cgroup_procs=[str(g.procs) for g in groups])
+                 cgroup_procs=[str(g.procs) for g in groups],
+                 tmpfs_bytes=limits.disk_bytes if bwrap_has_size(facts["bwrap"]) else 0)
     try:
         _prepare_workdir(workdir, drop)
         popen = subprocess.Popen(plan.command(list(argv)), cwd=workdir, env=env,
@@ -172,7 +177,24 @@ def spawn_sandboxed(
         proc._watchdog = threading.Thread(target=proc._watch, args=(WATCHDOG_INTERVAL_S,),
                                           name="kernelhub-memory-watchdog", daemon=True)
         proc._watchdog.start()
+    return _watch_disk(proc, limits, workdir)
+
+
+def _watch_disk(proc: SandboxedProcess, limits: SandboxLimits, workdir: Path) -> SandboxedProcess:
+    """The workdir is the host's disk: a watcher kills the sandbox when what it holds passes
+    `limits.disk_bytes` (RLIMIT_FSIZE already stops any one file at that size)."""
+    proc.disk_bytes, proc._workdir = limits.disk_bytes, str(workdir)
+    proc._disk_watcher = threading.Thread(target=proc._watch_disk, args=(DISK_WATCH_INTERVAL_S,),
+                                          name="kernelhub-disk-watchdog", daemon=True)
+    proc._disk_watcher.start()
     return proc
+
+
+def disk_limit_text(limits: SandboxLimits, bwrap: str | None) -> str:
+    size = _human(limits.disk_bytes)
+    tmpfs = f"; /tmp and /dev/shm are tmpfs of {size}" if bwrap_has_size(bwrap) else ""
+    return (f"workdir watched every {DISK_WATCH_INTERVAL_S} s, killed above {size} or "
+            f"{DISK_MAX_ENTRIES} entries; RLIMIT_FSIZE = {size} per file{tmpfs}")
 
 
 def _notes(report: dict) -> str:

@@ -86,6 +86,7 @@ class _Plan:
     rlimits: dict
     cgroup_procs: list[str]
     nnp: bool = True
+    tmpfs_bytes: int = 0   # size of /tmp and /dev/shm (bwrap >= 0.9 `--size`); 0: unsized
 
     def command(self, argv: list[str]) -> list[str]:
         # bwrap sets PR_SET_NO_NEW_PRIVS itself (the probe checks NoNewPrivs): skip ctypes there
@@ -150,8 +151,9 @@ class _Plan:
         # fresh /proc, /dev, /tmp, /dev/shm first: binds below may live under /tmp (the workdir)
         mount("--proc", "/proc")
         mount("--dev", "/dev")
-        mount("--perms", "1777", "--tmpfs", "/tmp")
-        mount("--perms", "1777", "--tmpfs", "/dev/shm")
+        size = ["--size", str(self.tmpfs_bytes)] if self.tmpfs_bytes else []
+        mount("--perms", "1777", *size, "--tmpfs", "/tmp")
+        mount("--perms", "1777", *size, "--tmpfs", "/dev/shm")
         for f in ETC_MASKED_FILES:
             if os.path.isfile(f):
                 a.extend(["--ro-bind", "/dev/null", f])
@@ -182,6 +184,18 @@ class _Plan:
         mount("--bind", wd, wd)
         a += ["--remount-ro", "/"]  # the launcher chdirs after the uid drop
         return a
+
+
+@functools.lru_cache(maxsize=4)
+def bwrap_has_size(bwrap: str | None) -> bool:
+    """Does this bubblewrap size its tmpfs mounts (`--size`, bubblewrap 0.9 and later)?"""
+    if not bwrap:
+        return False
+    try:
+        help_text = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in help_text
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:

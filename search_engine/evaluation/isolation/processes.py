@@ -10,8 +10,40 @@ import threading
 from dataclasses import dataclass, field
 
 from search_engine.evaluation.isolation.cgroups import _Group, _kill, _read
+from search_engine.evaluation.isolation.untrusted_files import read_untrusted
 
 WATCHDOG_INTERVAL_S = 0.2
+DISK_WATCH_INTERVAL_S = 0.25
+DISK_MAX_ENTRIES = 100_000  # files and directories in a workdir: more is an inode flood
+DISK_FULL_MARKERS = ("No space left on device", "File too large", "Disk quota exceeded")
+
+
+def disk_full_in(log: str) -> str:
+    """'a write failed: ...' when the sandbox's output says a write ran out of room."""
+    found = [marker for marker in DISK_FULL_MARKERS if marker in log]
+    return f"a write failed: {found[0]}" if found else ""
+
+
+def workdir_usage(workdir: str, max_entries: int = DISK_MAX_ENTRIES) -> tuple[int, int]:
+    """(bytes allocated, entries) under `workdir`, links never followed; stops counting
+    at `max_entries` so a flood of empty files cannot stall the watcher."""
+    used = entries = 0
+    stack = [workdir]
+    while stack and entries <= max_entries:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    entries += 1
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    used += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return used, entries
 
 
 def _descendants(root: int) -> list[int]:
@@ -57,7 +89,11 @@ class SandboxedProcess:
     _memory_group: _Group | None = field(default=None, repr=False)
     _memory_mode: str = "none"  # cgroup | rlimit | watchdog | none
     _output_path: str | None = None
+    disk_bytes: int = 0
+    _workdir: str | None = None
+    _disk_fired: str = ""
     _watchdog: threading.Thread | None = field(default=None, repr=False)
+    _disk_watcher: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _watchdog_fired: bool = False
     _oom_seen: bool = False
@@ -90,6 +126,27 @@ class SandboxedProcess:
             tail = _tail_file(self._output_path, 8000)
             return "MemoryError" in tail
         return False
+
+    def disk_exceeded(self) -> str:
+        """Why the workdir's disk limit stopped the sandbox ('' when it did not): the
+        watcher killed it, or a write failed for lack of space (the log says so)."""
+        if self._disk_fired:
+            return self._disk_fired
+        if self._output_path and self.disk_bytes:
+            return disk_full_in(_tail_file(self._output_path, 8000))
+        return ""
+
+    def _watch_disk(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            if self.popen.poll() is not None:
+                return
+            used, entries = workdir_usage(self._workdir)
+            if used > self.disk_bytes or entries > DISK_MAX_ENTRIES:
+                self._disk_fired = (f"its workdir held {used / (1 << 20):.0f} MiB in {entries} "
+                                    f"entries (limit {self.disk_bytes / (1 << 20):.0f} MiB, "
+                                    f"{DISK_MAX_ENTRIES} entries)")
+                self._kill_now()
+                return
 
     def _watch(self, interval: float) -> None:
         while not self._stop.wait(interval):
@@ -148,8 +205,9 @@ class SandboxedProcess:
         if self._cleaned:
             return
         self._stop.set()
-        if self._watchdog is not None and self._watchdog is not threading.current_thread():
-            self._watchdog.join(timeout=2)
+        for watcher in (self._watchdog, self._disk_watcher):
+            if watcher is not None and watcher is not threading.current_thread():
+                watcher.join(timeout=2)
         if self.popen.poll() is None:
             self._kill_now()
             try:
@@ -167,12 +225,10 @@ class SandboxedProcess:
 
 
 def _tail_file(path: str, limit: int) -> str:
+    """The end of a log the sandbox may have replaced: never through a link, never a FIFO."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit * 4))
-            text = f.read().decode(errors="replace")
+        data = read_untrusted(path, limit * 4, tail=True)
     except OSError:
         return ""
+    text = data.decode(errors="replace")
     return text if len(text) <= limit else "[... truncated ...]\n" + text[-limit:]

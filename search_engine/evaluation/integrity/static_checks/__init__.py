@@ -15,16 +15,19 @@ Check names:
   static.forbidden_call        exec/eval/open/__import__/... builtins
   static.dynamic_access        getattr & co. with a computed name, module objects passed around
   static.forbidden_attribute   dunders, frames, private or module-reaching attributes
-  static.torch_compute         torch / F / Tensor compute outside the candidate's kernels
+  static.torch_compute         torch / F / Tensor compute outside the candidate's kernels,
+                               operators and builtins on tensors (`x + 1`, `abs(x)`, `sum(xs)`)
   static.monkeypatch, static.timer_patch   assigning to attributes of modules
   static.torch_override        Tensor subclasses, __torch_function__ / __torch_dispatch__
   static.kernel_escape         a jit body using something other than Triton
   static.try_except_fallback   a try/except that could fall back to another implementation
   static.precision_downcast    lower precision than the policy allows
+  static.precision_mismatch    what the interpreter computes unlike the GPU (TF32 dots, fast
+                               math) under the strict fp32 policy
 
 Layout: `policy` (the allow-lists), `context` (StaticContext, Facts and the AST helpers),
 `verdicts` (may a qualified name be used), and one module per family of checks: `kernels`,
-`access` (imports, builtins, attributes), `compute` (torch outside kernels, precision) and
+`access` (imports, builtins, attributes), `compute` (torch outside kernels, precision), `precision` (one semantics on CPU and GPU) and
 `tampering` (fallbacks, monkeypatching, overrides). This module runs them in order.
 """
 
@@ -46,6 +49,9 @@ from search_engine.evaluation.integrity.static_checks.context import (  # noqa: 
 from search_engine.evaluation.integrity.static_checks.descriptors import (  # noqa: F401
     check_tensor_descriptors,
 )
+from search_engine.evaluation.integrity.static_checks.host_values import (  # noqa: F401
+    check_host_operators,
+)
 from search_engine.evaluation.integrity.static_checks.kernels import (  # noqa: F401
     check_defines_modelnew, check_kernel_bodies, check_uses_triton_kernel,
 )
@@ -56,6 +62,9 @@ from search_engine.evaluation.integrity.static_checks.policy import (  # noqa: F
     NON_TENSOR_CALLS, OVERRIDE_NAMES, PROCESS_ATTRS, PURE_MODULES, STREAM_NAMES, TENSOR_ALLOWED,
     TIMER_NAMES, TORCH_ALLOWED, TORCH_CONTAINER_MODULES, TORCH_SUBCLASS_BASES, TRITON_ALLOWED,
     forbidden_tensor_names, kernel_attrs, nn_module_classes, tensor_names, torch_dtype_names,
+)
+from search_engine.evaluation.integrity.static_checks.precision import (  # noqa: F401
+    check_precision_semantics,
 )
 from search_engine.evaluation.integrity.static_checks.tampering import (  # noqa: F401
     check_monkeypatching, check_torch_override, check_try_except_fallback,
@@ -78,11 +87,13 @@ STATIC_CHECKS: list[Callable[[StaticContext], list[IntegrityFlag]]] = [
     check_dynamic_access,
     check_forbidden_attributes,
     check_torch_compute,
+    check_host_operators,
     check_monkeypatching,
     check_torch_override,
     check_kernel_bodies,
     check_try_except_fallback,
     check_precision_downcast,
+    check_precision_semantics,
 ]
 
 

@@ -121,12 +121,44 @@ def check_dynamic_access(ctx: StaticContext) -> list[IntegrityFlag]:
                                f"the module {ctx.aliases[node.id]} is used as a value "
                                f"({_describe(parent) if parent is not None else node.id}): "
                                "modules may only be used through their attributes"))
+        elif isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)) \
+                and isinstance(getattr(node, "ctx", ast.Load()), ast.Load) \
+                and _names_a_module(facts.resolve(node)):
+            parent = facts.parents.get(id(node))
+            if isinstance(parent, ast.Attribute) and parent.value is node:
+                continue  # `torch.nn.functional.softmax`: judged as a path
+            if isinstance(parent, ast.Assign) and parent.value is node \
+                    and all(isinstance(t, ast.Name) for t in parent.targets):
+                continue  # `F = torch.nn.functional`: tracked as an alias
+            if isinstance(parent, ast.Call) and _dotted(parent.func) in DYNAMIC_ATTR_BUILTINS \
+                    and parent.args and parent.args[0] is node:
+                continue
+            flags.append(_flag("static.dynamic_access", node,
+                               f"the module {facts.resolve(node)} is used as a value "
+                               f"({_describe(parent) if parent is not None else ''}): modules "
+                               "may only be used through their attributes"))
         elif isinstance(node, ast.Global):
             bound = [n for n in node.names if n in facts.import_bound]
             if bound:
                 flags.append(_flag("static.monkeypatch", node,
                                    f"`global {', '.join(bound)}` rebinds imported modules"))
     return flags
+
+
+def _names_a_module(path: str) -> bool:
+    """Does the qualified name `path` (rooted at an allowed module) name a module object?"""
+    import importlib
+    import types
+
+    from search_engine.evaluation.integrity.static_checks.verdicts import _walk_static
+
+    if not path or "." not in path or not _module_allowed(path.split(".")[0]):
+        return False
+    try:
+        root = importlib.import_module(path.split(".")[0])
+    except ImportError:
+        return False
+    return isinstance(_walk_static(root, path.split(".")[1:]), types.ModuleType)
 
 
 def check_forbidden_attributes(ctx: StaticContext) -> list[IntegrityFlag]:

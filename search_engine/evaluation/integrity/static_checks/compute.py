@@ -62,9 +62,13 @@ def check_torch_compute(ctx: StaticContext) -> list[IntegrityFlag]:
 def _receiver_exempt(ctx: StaticContext, receiver: ast.AST, name: str) -> bool:
     """Receivers that are not torch tensors: the candidate's own objects, plain containers."""
     facts = ctx.facts
-    if _is_self(receiver):
-        return name in facts.self_attrs or name in MODULE_MACHINERY or any(
-            name in members for members in facts.classes.values())
+    method = facts.method_of(receiver) if isinstance(receiver, ast.Name) else None
+    if method is not None and method[1] == receiver.id:
+        # a method's own receiver: only what its class defines, assigns or registers (any
+        # other name spelled `self` is an ordinary value, a tensor perhaps)
+        cls = method[0]
+        return name in facts.class_attrs(cls) or (facts.is_module_class(cls)
+                                                  and name in MODULE_MACHINERY)
     if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) \
             and receiver.func.id == "super":
         return name in MODULE_MACHINERY or name not in tensor_names()

@@ -49,6 +49,7 @@ class Facts:
     non_tensor: set[str] = field(default_factory=set)  # names bound only to plain containers
     stored_modules: dict[str, str] = field(default_factory=dict)  # name / self.x -> nn class
     constants: set[str] = field(default_factory=set)  # module-level constant names
+    class_nodes: dict[str, ast.ClassDef] = field(default_factory=dict)
 
     @classmethod
     def of(cls, tree: ast.Module) -> Facts:
@@ -83,10 +84,11 @@ class Facts:
         for _ in range(4):
             changed = False
             for node in ast.walk(tree):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                        and isinstance(node.targets[0], ast.Name):
+                target = node.targets[0] if isinstance(node, ast.Assign) \
+                    and len(node.targets) == 1 else getattr(node, "target", None)
+                if isinstance(node, (ast.Assign, ast.NamedExpr)) and isinstance(target, ast.Name):
                     path = self.resolve(node.value)
-                    name = node.targets[0].id
+                    name = target.id
                     if path and self.aliases.get(name) != path and name not in self.import_bound:
                         self.aliases[name] = path
                         changed = True
@@ -94,11 +96,24 @@ class Facts:
                 break
 
     def resolve(self, node: ast.AST) -> str:
-        """`torch.nn.functional.softmax` for a chain rooted at an alias, else ''."""
+        """`torch.nn.functional.softmax` for a chain rooted at an alias, else ''. The chain
+        is followed through any expression that only passes a value on: `getattr(m, 'c')`,
+        a literal container's subscript (`[torch][0]`, `{'k': torch}['k']`), a walrus."""
         parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
+        while True:
+            if isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            elif isinstance(node, ast.Call) and _dotted(node.func) in {"getattr", "hasattr"} \
+                    and node.args and _const_attr_name(node):
+                parts.append(_const_attr_name(node))
+                node = node.args[0]
+            elif isinstance(node, ast.Subscript) and _literal_item(node) is not None:
+                node = _literal_item(node)
+            elif isinstance(node, ast.NamedExpr):
+                node = node.value
+            else:
+                break
         if isinstance(node, ast.Name) and node.id in self.aliases:
             return ".".join([self.aliases[node.id]] + list(reversed(parts)))
         return ""
@@ -117,10 +132,7 @@ class Facts:
                         targets = item.targets if isinstance(item, ast.Assign) else [item.target]
                         members.update(t.id for t in targets if isinstance(t, ast.Name))
                 self.classes[node.name] = members
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                            and item.name in INIT_METHODS:
-                        self.init_ids.update(id(n) for n in ast.walk(item))
+                self.class_nodes[node.name] = node
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
                     and _is_self(node.value):
                 self.self_attrs.add(node.attr)
@@ -133,6 +145,13 @@ class Facts:
                                            "add_module"} \
                     and node.args and isinstance(node.args[0], ast.Constant):
                 self.self_attrs.add(str(node.args[0].value))
+        for name, node in self.class_nodes.items():
+            if not self.is_module_class(name):
+                continue  # only an nn.Module's __init__ creates parameters
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        and item.name in INIT_METHODS:
+                    self.init_ids.update(id(n) for n in _walk_own_body(item))
 
     def _collect_kernels(self, tree: ast.Module) -> None:
         for node in ast.walk(tree):
@@ -196,11 +215,87 @@ class Facts:
                         self.stored_modules[key] = path.split(".")[2]
         self.non_tensor -= tensorish
 
+    def is_module_class(self, name: str, seen: frozenset = frozenset()) -> bool:
+        """A candidate class deriving (through its own classes) from a torch.nn class."""
+        node = self.class_nodes.get(name)
+        if node is None or name in seen:
+            return False
+        for base in node.bases:
+            if self.resolve(base).startswith("torch.nn.") or (
+                    isinstance(base, ast.Name) and self.is_module_class(base.id, seen | {name})):
+                return True
+        return False
+
+    def method_of(self, node: ast.AST) -> tuple[str, str] | None:
+        """(class name, first parameter) of the method whose body holds `node`."""
+        current = self.parents.get(id(node))
+        while current is not None and not isinstance(current, (ast.FunctionDef,
+                                                               ast.AsyncFunctionDef, ast.Lambda)):
+            current = self.parents.get(id(current))
+        if current is None or isinstance(current, ast.Lambda):
+            return None
+        owner = self.parents.get(id(current))
+        args = current.args.posonlyargs + current.args.args
+        if isinstance(owner, ast.ClassDef) and args:
+            return owner.name, args[0].arg
+        return None
+
+    def class_attrs(self, name: str) -> set[str]:
+        """What `self.<x>` may name in class `name`: its members, what its methods assign
+        or register on self, and the same of its candidate-defined bases."""
+        node = self.class_nodes.get(name)
+        if node is None:
+            return set()
+        out = set(self.classes.get(name, ()))
+        for item in ast.walk(node):
+            if isinstance(item, ast.Attribute) and isinstance(item.ctx, ast.Store) \
+                    and isinstance(item.value, ast.Name):
+                out.add(item.attr)
+            elif isinstance(item, ast.Call) and isinstance(item.func, (ast.Attribute, ast.Name)) \
+                    and _dotted(item.func).split(".")[-1] in {
+                        "register_buffer", "register_parameter", "add_module", "setattr"}:
+                args = item.args[1:] if _dotted(item.func) == "setattr" else item.args
+                if args and isinstance(args[0], ast.Constant):
+                    out.add(str(args[0].value))
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in self.class_nodes and base.id != name:
+                out |= self.class_attrs(base.id)
+        return out
+
     def in_kernel(self, node: ast.AST) -> bool:
         return id(node) in self.kernel_ids
 
     def in_init(self, node: ast.AST) -> bool:
         return id(node) in self.init_ids
+
+
+def _walk_own_body(func: ast.FunctionDef):
+    """The nodes of `func` without those of functions and lambdas defined inside it (they run
+    later, whenever called: an __init__ exemption must not travel with them)."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                      ast.ClassDef)):
+                stack.append(child)
+
+
+def _literal_item(node: ast.Subscript) -> ast.AST | None:
+    """`[a, b][1]` -> b, `{'k': a}['k']` -> a: the element a literal container's constant
+    subscript picks, else None."""
+    key = node.slice
+    if not isinstance(key, ast.Constant):
+        return None
+    if isinstance(node.value, (ast.List, ast.Tuple)) and isinstance(key.value, int) \
+            and -len(node.value.elts) <= key.value < len(node.value.elts):
+        return node.value.elts[key.value]
+    if isinstance(node.value, ast.Dict):
+        for k, v in zip(node.value.keys, node.value.values):
+            if isinstance(k, ast.Constant) and k.value == key.value:
+                return v
+    return None
 
 
 def _is_self(node: ast.AST) -> bool:

@@ -10,6 +10,9 @@ from functools import lru_cache
 ALLOWED_MODULES = {
     "torch", "torch.nn", "torch.nn.functional", "triton", "triton.language", "math", "typing",
     "functools", "dataclasses", "__future__",
+    # host-side TMA descriptors (public Triton API; the offline synthesizer's TMA move):
+    # only the names in TRITON_ALLOWED may be used from it
+    "triton.tools.tensor_descriptor",
 }
 # Submodules of triton.language (triton.language.math, triton.language.extra.libdevice,
 # triton.language.extra.cuda.libdevice, ...) are Triton device code too.
@@ -63,6 +66,11 @@ MODULE_MACHINERY = {"__init__", "register_buffer", "register_parameter", "add_mo
                     "load_state_dict", "train", "eval", "training", "forward",
                     "extra_repr", "get_parameter", "get_buffer", "get_submodule"}
 INIT_METHODS = {"__init__", "reset_parameters", "_reset_parameters", "_init_weights"}
+# torch names refused even in an nn.Module's __init__ (besides every `set_*`): files, the RNG's
+# state (the trials' inputs are drawn from it) and process-wide settings.
+INIT_REFUSED = {"load", "save", "from_file", "manual_seed", "seed", "initial_seed",
+                "get_rng_state", "set_rng_state", "fork_rng", "compile",
+                "use_deterministic_algorithms", "Generator"}
 
 FORBIDDEN_BUILTINS = {
     "exec", "eval", "compile", "open", "globals", "locals", "vars", "breakpoint", "input",
@@ -77,8 +85,30 @@ INTROSPECTION_ATTRS = {
     "tb_frame", "tb_next", "co_code", "co_consts", "co_names", "func_globals", "func_code",
     "_getframe",
 }
-PROCESS_ATTRS = {"environ", "getenv", "putenv", "system", "popen", "_exit", "fork", "kill",
-                 "execv", "execve", "spawnv"}
+def _process_attrs() -> frozenset[str]:
+    """Every function of `os` / `posix` and the names of the modules that reach the process
+    (ctypes, subprocess, ...): an allow-list cannot be walked around by a name nobody listed
+    (posix_spawn, mkfifo, symlink). Names a tensor, a module or a kernel also has are left to
+    the receiver checks (they are not the process's)."""
+    import os
+    import posix
+
+    names = {n for mod in (os, posix) for n in dir(mod)
+             if not n.startswith("__") and callable(getattr(mod, n, None))}
+    names |= {"environ", "environb", "ctypes", "cdll", "CDLL", "pydll", "PyDLL", "windll",
+              "subprocess", "signal", "socket", "mmap", "pty", "fcntl", "resource", "shutil",
+              "multiprocessing", "threading", "_thread", "importlib", "builtins", "sys", "os",
+              "posix", "pathlib", "io", "_io", "marshal", "pickle", "atexit", "gc", "inspect"}
+    return frozenset(names - _COMMON_NAMES)
+
+
+# Words a tensor, an nn.Module, a dict or a kernel use too: judged by the other checks.
+_COMMON_NAMES = {"open", "read", "write", "close", "stat", "times", "device_encoding", "remove",
+                 "replace", "sync", "truncate", "access", "get", "add", "abs", "index", "dup",
+                 "register_at_fork", "fspath", "strerror", "device", "cpu_count", "sep",
+                 "name", "path", "error", "fsencode", "fsdecode", "minor", "major", "nice",
+                 "isatty", "wait", "rename", "link", "pipe", "lseek", "scandir"}
+PROCESS_ATTRS = _process_attrs()
 # Dunder methods whose definition changes how the evaluator sees or serialises an object.
 FORBIDDEN_DUNDER_DEFS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
                          "__del__", "__reduce__", "__reduce_ex__", "__getstate__",

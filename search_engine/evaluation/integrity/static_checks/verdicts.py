@@ -7,7 +7,7 @@ import inspect
 import types
 
 from search_engine.evaluation.integrity.static_checks.policy import (
-    HARMLESS_DUNDERS, PURE_MODULES, STREAM_NAMES, TIMER_NAMES, TORCH_ALLOWED, TRITON_ALLOWED,
+    HARMLESS_DUNDERS, INIT_REFUSED, PURE_MODULES, STREAM_NAMES, TIMER_NAMES, TORCH_ALLOWED, TRITON_ALLOWED,
     _module_allowed, nn_module_classes, torch_dtype_names,
 )
 
@@ -118,8 +118,12 @@ def _torch_verdict(path: str, parts: list[str], private: list[str],
     if isinstance(obj, types.ModuleType) and not _module_allowed(obj.__name__):
         return ("static.forbidden_attribute",
                 f"uses {path}: it is the module {obj.__name__!r}, outside the allowed modules")
+    if in_init and (parts[-1] in INIT_REFUSED or parts[-1].startswith("set_")):
+        return ("static.forbidden_attribute",
+                f"uses {path} in __init__: files, the random generator's state and global "
+                "settings are not part of creating parameters")
     if in_init:
-        return None  # parameters may be created and initialised with any public torch API
+        return None  # an nn.Module's parameters may be created with any other public torch API
     return ("static.torch_compute",
             f"uses {path} outside a kernel: torch does the work, not the candidate's kernel "
             "(allowed: allocation, views, metadata)")
