@@ -67,7 +67,9 @@ def test_ghost_replay_and_spotter_work_on_shared_buffers(run_resident):
 
 
 def test_wrong_output_is_incorrect_with_the_error(run_resident):
-    source = candidate("clean_softmax").replace("return y", "return y * 1.01")
+    # wrong inside the kernel: `y * 1.01` on the host is torch compute (static.torch_compute)
+    source = candidate("clean_softmax").replace("num / tl.sum(num, axis=0)",
+                                                "num / tl.sum(num, axis=0) * 1.01")
     assert source != candidate("clean_softmax")
     r = run_resident(source)
     assert r.status == "incorrect", r.message
