@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from search_engine.synthesis.offline import travel
-from search_engine.synthesis.offline.synthesizer import OfflineSynthesizer, family_module
+from search_engine.synthesis.offline.synthesizer import (
+    OfflineSynthesizer, family_module, traveling_render,
+)
 
 from .conftest import load_candidate, load_problem, traveling_analysis
 from .test_offline_staged import problem as staged_problem
