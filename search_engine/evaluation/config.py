@@ -40,6 +40,18 @@ class RewardConfig:
     failure_reward: float = 0.0
 
 
+def default_sandbox_memory(host_bytes: int | None = None) -> int:
+    """16 GiB, or a quarter of the host's memory where that is more: a problem whose weights
+    are gigabytes (KernelBench's wide MLPs hold 8.6 GB) is built, sent and loaded once each in
+    a sandbox, so 16 GiB refused real problems on a GPU host with memory to spare."""
+    if host_bytes is None:
+        try:
+            host_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            host_bytes = 0
+    return max(16 << 30, host_bytes // 4)
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     max_processes: int = 4096      # RLIMIT_NPROC (counts threads; torch spawns many)
@@ -52,7 +64,8 @@ class SandboxLimits:
     # gives and reports the rest; "required": user, PID, mount, network and memory layers must
     # all work (else IsolationUnavailable); "off": a plain subprocess in its own session.
     isolation: str = "auto"
-    memory_bytes: int = 16 << 30   # host memory of the whole sandbox (cgroup; else RLIMIT_AS/watchdog)
+    # host memory of the whole sandbox (cgroup; else RLIMIT_AS/watchdog)
+    memory_bytes: int = field(default_factory=lambda: default_sandbox_memory())
     disk_bytes: int = 1 << 30      # what the workdir may hold (watched; RLIMIT_FSIZE per file)
 
 

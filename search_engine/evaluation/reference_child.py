@@ -94,10 +94,14 @@ class ReferenceServer(ResidentTrials, SecondShapeTrial):
         init_inputs = list(self.module.get_init_inputs())
         torch.manual_seed(seed)
         model = self.module.Model(*init_inputs).eval()
-        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        self.model_meta = copy.deepcopy(model).to("meta")
-        self.model64 = copy.deepcopy(model).double().to(self.device)
+        state = model.state_dict()
+        if torch.device(self.device).type == "cpu":  # the model stays here: keep its weights
+            state = {k: v.detach().clone() for k, v in state.items()}  # as they were built
+        # copies are made on the device, never on the host: a model of gigabytes of weights
+        # then holds its host memory once (the weights sent to the parent), not four times
         self.model = model.to(self.device)
+        self.model_meta = copy.deepcopy(self.model).to("meta")
+        self.model64 = copy.deepcopy(self.model).double()
         self.output_meta = None
 
         schedule, notes, defects = [], [], []
