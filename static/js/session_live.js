@@ -165,6 +165,12 @@
       if (p[key] !== undefined) node[key] = p[key];
     }
     if (!node.status) node.status = "pending";
+    // TRLOO: a result changes its siblings' advantages too; the stored rows already carry
+    // them, so the live tree must take them or it disagrees with a reload
+    for (const [siblingId, value] of Object.entries(p.advantages || {})) {
+      const sibling = state.nodes.get(String(siblingId));
+      if (sibling) { sibling.advantage = value; sibling.hover = null; sibling.touched = true; }
+    }
     if (INTERPRETER && node.status === "correct" && node.parent && state.firstCorrectId === null) {
       state.firstCorrectId = id;
       state.bestNodeId = id;

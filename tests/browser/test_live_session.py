@@ -63,6 +63,29 @@ def test_page_replays_then_streams_and_catches_up_after_a_drop(page, live_server
     assert not page.errors
 
 
+def test_live_advantages_follow_the_siblings_like_a_reload(page, live_server_process, login):
+    """A sibling's result changes the earlier node's leave-one-out advantage: the live tree
+    takes it from the event, as the stored rows (and so a reload) already do."""
+    server = live_server_process
+    pk = server.command("create_session", hardware="h200", budget=4)["session"]
+    server.command("publish", session=pk, events=[
+        ["node_created", node(0, None, status="reference")],
+        ["node_evaluated", node(1, 0, advantage=1.5, advantages={"1": 1.5})]])
+    login(page, "alpha-viewer", "pw-viewer")
+    page.goto(f"{server.url}/sessions/{pk}/")
+    page.wait_for_selector("#connection[data-state=live]")
+    live = "window.kernelhubLive.state.nodes.get('1').advantage"
+    assert page.evaluate(live) == 1.5
+    server.command("publish", session=pk, events=[
+        ["node_evaluated", node(2, 0, advantage=-0.75, advantages={"1": 0.75, "2": -0.75})]])
+    page.wait_for_function(f"{live} === 0.75", timeout=5000)
+    page.reload()
+    page.wait_for_selector("#connection[data-state=live]")
+    assert page.evaluate(live) == 0.75
+    assert page.evaluate("window.kernelhubLive.state.nodes.get('2').advantage") == -0.75
+    assert not page.errors
+
+
 def test_engineer_pauses_from_the_page(page, live_server_process, login):
     server = live_server_process
     pk = server.command("create_session", budget=5)["session"]
