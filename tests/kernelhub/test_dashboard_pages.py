@@ -96,7 +96,11 @@ def test_dashboard_knowledge_card_and_charts(client, teams, hardware, library_pr
     assert outcomes == {"correct": 2, "hack": 1}
     assert charts["approved"]["data"][0]["x"] == ["elementwise · H200 (Hopper)"] or \
         "elementwise" in charts["approved"]["data"][0]["x"][0]
-    assert f"#{review.pk}" in page  # the kernel column names the kernel, not node "2"
+    # the kernel is named by its candidate, linked to its page, beside its problem (issue 32)
+    approved = page[page.index('id="approved-kernels"'):]
+    link = reverse("optimization:candidate_detail", args=[review.candidate_id])
+    assert f'<a href="{link}"' in approved and f"candidate {child.node_id}</a>" in approved
+    assert f"<td>{library_problem.name}</td>" in approved
 
 
 def test_problem_pages_list_coverage_sessions_and_chart(client, teams, hardware, library_problem):
