@@ -242,15 +242,6 @@ def live_workers() -> QuerySet[WorkerPresence]:
     return WorkerPresence.objects.filter(beat_at__gte=since).select_related("current_job")
 
 
-def session_waiting_for_worker(session: SearchSession) -> str:
-    """Why an active session makes no progress for lack of a worker ("" if it does not);
-    see `kernelhub.optimization.session_state` (the one read of a session's state)."""
-    from kernelhub.optimization.session_state import session_state
-
-    state = session_state(session)
-    return state.detail if state.state == "waiting_for_worker" else ""
-
-
 def targets_with_a_worker() -> set[str]:
     """The hardware targets something can evaluate on now: this server's (embedded default)
     or those of live workers' `gpu.<target>` queues (distributed mode)."""

@@ -114,3 +114,9 @@ def _outage_detail(outage: dict) -> str:
     retry = (f" in {float(outage['retry_in_s']):.0f} s" if outage.get("retry_in_s") else "")
     return (f"LLM endpoint unavailable{code}{error}. The session is paused and retries by "
             f"itself{retry}; Resume asks the endpoint now.")
+
+
+def session_waiting_for_worker(session: SearchSession) -> str:
+    """Why an active session makes no progress for lack of a worker ("" if it does not)."""
+    state = session_state(session)
+    return state.detail if state.state == "waiting_for_worker" else ""

@@ -200,20 +200,8 @@ def _coverage(report: dict, interpreter: bool,
     total = sum(profile.values())
     if not total:
         return None, "device time (profiler unavailable)"
-    own = sum(us for name, us in profile.items() if is_own_kernel(name, report))
+    own = sum(us for name, us in profile.items() if rc.is_own_kernel(name, report))
     return own / total, "device time (torch.profiler, CUDA activity)"
-
-
-def is_own_kernel(profiled: str, report: dict) -> bool:
-    """Whether a profiled kernel is the candidate's: its name is a compiled kernel's exact
-    symbol or a launched function's name (older Triton adds a `_0d1d2de` signature suffix),
-    matched whole: an aten kernel whose name merely contains one is not the candidate's."""
-    import re
-
-    names = {str(n) for n in (report.get("own_kernel_symbols") or [])} | \
-        {str(n) for n in (report.get("own_kernels") or [])}
-    return profiled in names or any(
-        re.fullmatch(re.escape(n) + r"_[0-9a-z]+", profiled) for n in names)
 
 
 def _timing(report: dict) -> dict[str, TimingStats]:

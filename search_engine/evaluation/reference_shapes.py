@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from search_engine.evaluation import wire
+from search_engine.evaluation.reference_tensors import _on, _tensor_bytes, degenerate_reason
 
 
 class SecondShapeTrial:
@@ -15,7 +16,6 @@ class SecondShapeTrial:
         from search_engine.batch_shapes import (
             SECOND_SHAPE_BYTES, input_shapes, inputs_at_batch, leading_batch, second_batch,
         )
-        from search_engine.evaluation.reference_child import _on, _tensor_bytes, degenerate_reason
         from search_engine.problems import make_trial_inputs
 
         seed = int(header["seed"])

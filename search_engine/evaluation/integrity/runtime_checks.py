@@ -28,8 +28,6 @@ def check_profiler_kernel_names(report: dict) -> list[IntegrityFlag]:
     own = report.get("own_kernels", [])
     if not profile or not own:
         return []
-    from search_engine.evaluation.judgement import is_own_kernel
-
     seen = any(is_own_kernel(k, report) for k in profile)
     unseen = [] if seen else list(own)
     if not unseen:
@@ -322,3 +320,15 @@ def check_harness_patch(report: dict) -> list[IntegrityFlag]:
         return []
     return [IntegrityFlag("runtime.harness_patch",
                           f"the candidate replaced the evaluator's {', '.join(sorted(names)[:6])}")]
+
+
+def is_own_kernel(profiled: str, report: dict) -> bool:
+    """Whether a profiled kernel is the candidate's: its name is a compiled kernel's exact
+    symbol or a launched function's name (older Triton adds a `_0d1d2de` signature suffix),
+    matched whole: an aten kernel whose name merely contains one is not the candidate's."""
+    import re
+
+    names = {str(n) for n in (report.get("own_kernel_symbols") or [])} | \
+        {str(n) for n in (report.get("own_kernels") or [])}
+    return profiled in names or any(
+        re.fullmatch(re.escape(n) + r"_[0-9a-z]+", profiled) for n in names)

@@ -15,7 +15,7 @@ from kernelhub.optimization.models import (
     Candidate, EvaluationJob, SearchSession, SessionLease, WorkerPresence,
 )
 from kernelhub.optimization.runner import SessionRecorder
-from kernelhub.optimization.selectors import session_waiting_for_worker
+from kernelhub.optimization.session_state import session_waiting_for_worker
 from kernelhub.optimization.services import session_cancel, session_create
 from kernelhub.review.models import Review
 from search_engine.protocols import EvaluationRequest
