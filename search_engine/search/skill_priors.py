@@ -248,9 +248,9 @@ def _skill_params(synthesizer, request: SynthesisRequest, prior: SkillPrior) -> 
             moved = templates.apply_move(an, moved, move) if moved is not None else None
         if moved is not None:
             options.append(moved)
-    limit = request.target.shared_memory_per_block_bytes
+    # the synthesizer's own resource rule: a prior never proposes what it would prune
     return [p for p in options if templates.valid(an, p)
-            and templates.fits_shared_memory(an, p, limit)
+            and not templates.resource_problem(an, p, request.target)
             and (request.precision_policy != "strict" or p.get("PRECISION") != "tf32")]
 
 
