@@ -43,7 +43,7 @@ def _memory_time_us(bytes_moved: float, per_thread: float, warps_total: float) -
 
 def proxy_time_us(an, params: dict) -> tuple[float, str]:
     """(modelled time, bottleneck class) of a template candidate on an H200-like device."""
-    from search_engine.synthesis.offline import templates
+    from search_engine.synthesis.offline.spaces import templates
 
     if an.family == "matmul":
         m, n, k = templates.matmul_dims(an)
@@ -81,7 +81,8 @@ def proxy_time_us(an, params: dict) -> tuple[float, str]:
 def proxy_eager_us(an) -> float:
     """The baseline: the same model for one fixed, vendor-like configuration (one row per
     program with 4 warps, 1024-element blocks, 64x64x32 GEMM tiles in 3 stages)."""
-    from search_engine.synthesis.offline import codegen, templates
+    from search_engine.synthesis.offline.writers import codegen
+    from search_engine.synthesis.offline.spaces import templates
 
     if an.family == "matmul":
         vendor = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4,

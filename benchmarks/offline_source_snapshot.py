@@ -46,9 +46,9 @@ def snapshot(source: str) -> str:
     from search_engine.hardware import get_target
     from search_engine.problem_probe import _batch_analyses
     from search_engine.synthesis.base import NotCoveredError
-    from search_engine.synthesis.offline.analysis import (
-        analysis_from_json, analysis_to_json, trace_module,
-    )
+    from search_engine.synthesis.offline.plan.classify import analysis_from_json
+    from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+    from search_engine.synthesis.offline.frontend.trace import trace_module
     from search_engine.synthesis.offline.synthesizer import (
         checked_render, family_module, planned,
     )

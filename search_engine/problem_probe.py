@@ -14,9 +14,9 @@ The child writes one JSON line to the result file in its work dir:
 - ``validate``: ``{"probe": 1, "task": "validate", "ok": true, "info": {input_shapes,
   input_dtypes, dtype, parameter_count}}``;
 - ``analyze``: ``{"probe": 1, "task": "analyze", "ok": true, "covered": true, "analysis":
-  {...}, "materialized_bytes": 0}`` (the op graph, see
-  `synthesis.offline.analysis.analysis_to_json`; traced on meta tensors, so the bytes of real
-  tensor data it held are 0 for any problem size) or ``"covered": false, "message": ...,
+  {...}, "materialized_bytes": 0}`` (the op graph traced by the offline synthesizer's
+  frontend and classified by its plan, see `synthesis.offline.frontend.json_io`; traced on
+  meta tensors, so the bytes of real tensor data it held are 0 for any problem size) or ``"covered": false, "message": ...,
   "ops": [...]``;
 - a failure of the problem's own code: ``"ok": false, "error": {"type", "message"}``.
 
@@ -260,10 +260,12 @@ def _check_forward_runs(module, init, model, inputs) -> None:
 
 def _analyze(module) -> dict[str, Any]:
     from search_engine.synthesis.base import NotCoveredError
-    from search_engine.synthesis.offline.analysis import analysis_to_json, trace_module
+    from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+    from search_engine.synthesis.offline.frontend.trace import trace_module
+    from search_engine.synthesis.offline.plan.classify import classified
 
     try:
-        analysis = trace_module(module)
+        analysis = classified(trace_module(module))
     except NotCoveredError as exc:
         text = str(exc)
         suffix = f" (stopped by ops: {', '.join(exc.ops)})" if exc.ops else ""
@@ -279,7 +281,9 @@ def _batch_analyses(module, analysis) -> list[dict[str, Any]]:
     synthesizer can tell which generated sizes follow the batch; [] when the problem has no
     batch or does not trace at another one (its kernels then stay at its own shape)."""
     from search_engine.batch_shapes import traced_batches
-    from search_engine.synthesis.offline.analysis import analysis_to_json, trace_module
+    from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+    from search_engine.synthesis.offline.frontend.trace import trace_module
+    from search_engine.synthesis.offline.plan.classify import classified
 
     inputs = sorted((n for n in analysis.nodes.values() if n.op == "input"),
                     key=lambda n: n.attrs.get("index", 0))
@@ -290,7 +294,7 @@ def _batch_analyses(module, analysis) -> list[dict[str, Any]]:
     for other in traced_batches(int(batch)):
         try:
             out.append({"batch": other,
-                        "analysis": analysis_to_json(trace_module(module, batch=other))})
+                        "analysis": analysis_to_json(classified(trace_module(module, batch=other)))})
         except Exception:  # noqa: BLE001 - the batch is baked into the problem: no variant
             return []
     return out

@@ -20,7 +20,7 @@ def check_travel(source: str, tmp: Path) -> tuple[str, str, str]:
 
     from search_engine.batch_shapes import inputs_at_batch, leading_batch, second_batch
     from search_engine.synthesis.base import NotCoveredError
-    from search_engine.synthesis.offline import travel
+    from search_engine.synthesis.offline.writers import travel
     from search_engine.synthesis.offline.synthesizer import family_module, traveling_render
 
     _runner()  # puts the synthesis tests' conftest on the path

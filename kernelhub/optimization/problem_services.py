@@ -160,7 +160,7 @@ def offline_coverage_of_source(source: str) -> dict:
     checked JSON answer. Never raises."""
     from search_engine.synthesis.base import NotCoveredError
     from search_engine.synthesis.offline import OfflineSynthesizer
-    from search_engine.synthesis.offline.analysis import CoverageUnknown
+    from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown
 
     try:
         family = OfflineSynthesizer().check_covered(source)

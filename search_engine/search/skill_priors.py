@@ -109,7 +109,7 @@ def _bucket(size: int) -> str:
 def shape_class(analysis) -> str:
     """The shape class of a problem from the offline synthesizer's analysis ("" unknown)."""
     try:
-        from search_engine.synthesis.offline import templates
+        from search_engine.synthesis.offline.spaces import templates
 
         if analysis.family == "rows":
             length = templates.row_length(analysis)

@@ -12,7 +12,8 @@ import pytest
 from benchmarks import skills_ablation as sa
 from search_engine.evaluation.result import EvaluationResult
 from search_engine.protocols import EvaluationRequest
-from search_engine.synthesis.offline import OfflineSynthesizer, templates
+from search_engine.synthesis.offline import OfflineSynthesizer
+from search_engine.synthesis.offline.spaces import templates
 
 
 @pytest.fixture(scope="module")

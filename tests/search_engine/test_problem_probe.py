@@ -11,7 +11,9 @@ import pytest
 from search_engine.problem_check import ProblemInvalid, problem_info_from_json
 from search_engine.problem_probe import ProbeFailed, parse_answer
 from search_engine.synthesis.base import NotCoveredError
-from search_engine.synthesis.offline import analysis as A
+from search_engine.synthesis.offline.frontend.ir import Const
+from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown, analysis_to_json
+from search_engine.synthesis.offline.plan.classify import analysis_from_json
 
 GRAPH = {
     "nodes": [
@@ -63,9 +65,9 @@ def test_problem_info_round_trip():
 
 
 def test_a_graph_round_trips_and_is_classified_here():
-    an = A.analysis_from_json(copy.deepcopy(GRAPH))
-    assert an.family == "elementwise" and an.nodes[3].operands[1] == A.Const(2.0)
-    assert A.analysis_from_json(A.analysis_to_json(an)).topo() == an.topo()
+    an = analysis_from_json(copy.deepcopy(GRAPH))
+    assert an.family == "elementwise" and an.nodes[3].operands[1] == Const(2.0)
+    assert analysis_from_json(analysis_to_json(an)).topo() == an.topo()
 
 
 def mutated(change):
@@ -88,8 +90,8 @@ def mutated(change):
     lambda g: g["nodes"][3].update(op="sum"),  # a reduction without its attributes
 ])
 def test_a_forged_graph_is_coverage_unknown(change):
-    with pytest.raises(A.CoverageUnknown, match="coverage unknown"):
-        A.analysis_from_json(mutated(change))
+    with pytest.raises(CoverageUnknown, match="coverage unknown"):
+        analysis_from_json(mutated(change))
 
 
 def test_the_family_is_recomputed_not_taken_from_the_child():
@@ -98,5 +100,5 @@ def test_the_family_is_recomputed_not_taken_from_the_child():
          "dtype": "float32"},
         {"id": 5, "op": "matmul", "operands": [4, 4], "attrs": {}, "shape": [4, 4],
          "dtype": "float32"}]) or g.update(output=5, family="elementwise"))
-    assert A.analysis_from_json(two_matmuls).family == "batched_matmul"  # staged, not the
+    assert analysis_from_json(two_matmuls).family == "batched_matmul"  # staged, not the
     # child's "elementwise"

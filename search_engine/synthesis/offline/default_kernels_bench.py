@@ -98,7 +98,8 @@ NEIGHBOURS = {
 
 def render(out: Path = KERNELS_JSON, target: str = "h200") -> dict:
     """Render each problem's default kernel and its neighbours (needs the project)."""
-    from search_engine.synthesis.offline import OfflineSynthesizer, templates
+    from search_engine.synthesis.offline import OfflineSynthesizer
+    from search_engine.synthesis.offline.spaces import templates
 
     syn = OfflineSynthesizer()
     data = {}

@@ -1,5 +1,9 @@
 """The offline synthesizer: templates plus diagnosis-driven transformations, no LLM.
 
+The top of a compiler whose layers import only downward: `analyze` (the frontend, traced in
+the sandbox, then classified) → `plan/` (which kernels: `planned`) → `writers/` (Triton
+source) → `spaces/` (parameters, defaults, moves, resource limits) → this module.
+
 - Expanding the root (or a restart) proposes the family's default parameters, then random
   points of the template's space.
 - Expanding a node moves its parameters: the moves tried first depend on the node's diagnosis
@@ -17,51 +21,20 @@ import random
 from typing import Any
 
 from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisRequest
-from search_engine.synthesis.offline import staged, templates, travel
-from search_engine.synthesis.offline.analysis import Analysis, analyze
+from search_engine.synthesis.offline.analyze import analyze
+from search_engine.synthesis.offline.frontend.ir import Analysis
+from search_engine.synthesis.offline.plan.gemm_epilogue import planned, prepared_variant
+from search_engine.synthesis.offline.spaces import staged, templates
+from search_engine.synthesis.offline.writers import travel
 
-# family name -> the module with its parameters, moves and rendering (render, default_params,
-# clamp, valid, random_params, ordered_moves, apply_move, fits_shared_memory, notes)
+# family name -> its space module, which names its writer too (render, default_params, clamp,
+# valid, random_params, ordered_moves, apply_move, fits_shared_memory, resource_problem, notes)
 FAMILY_MODULES = {"elementwise": templates, "rows": templates, "matmul": templates,
                   **{family: staged for family in staged.FAMILIES}}
 
 
 def family_module(an: Analysis):
     return FAMILY_MODULES[an.family]
-
-
-def prepared(an: Analysis) -> Analysis:
-    """A matmul problem split into its fused GEMM and epilogue; an epilogue the fused
-    template cannot take (a norm, reductions of several shapes) makes it a staged pipeline."""
-    if an.family != "matmul":
-        return an
-    try:
-        templates.prepare_matmul(an)
-        return an
-    except NotCoveredError as refused:
-        staged_an = staged.classify(an.nodes, an.output, an.input_count, an.op_names,
-                                    an.input_names, an.output_dtype, refused)
-        staged_an.batch_variants = getattr(an, "batch_variants", {})
-        return staged_an
-
-
-def prepared_variant(variant: Analysis) -> Analysis:
-    """A batch variant of the problem's graph, prepared once like the graph itself."""
-    done = getattr(variant, "_prepared", None)
-    if done is None:
-        done = variant._prepared = prepared(variant)
-    return done
-
-
-def planned(an: Analysis) -> Analysis:
-    """`prepared`, with any failure of the planner a refusal naming the stage and ops."""
-    try:
-        return prepared(an)
-    except NotCoveredError:
-        raise
-    except Exception as exc:  # a form the planner does not know must not crash a search
-        raise NotCoveredError(f"the offline planner failed on this {an.family} problem "
-                              f"({type(exc).__name__}: {exc})", list(an.op_names)) from exc
 
 
 def traveling_render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
@@ -109,7 +82,7 @@ class OfflineSynthesizer:
     def analysis(self, problem_source: str) -> Analysis:
         """The problem's op graph (cached); raises NotCoveredError for uncovered problems.
 
-        The graph is traced in the sandbox (`analysis.analyze` runs `problem_probe`) and only
+        The graph is traced in the sandbox (`analyze.analyze` runs `problem_probe`) and only
         its checked JSON comes back; `CoverageUnknown` (a NotCoveredError) when the sandbox
         gave no usable answer."""
         key = hashlib.sha256(problem_source.encode()).hexdigest()

@@ -83,7 +83,8 @@ def test_false_positive_candidates_pass(name):
 
 
 def test_offline_synthesizer_templates_pass():
-    from search_engine.synthesis.offline import OfflineSynthesizer, templates
+    from search_engine.synthesis.offline import OfflineSynthesizer
+    from search_engine.synthesis.offline.spaces import templates
     from tests.search_engine.synthesis.test_offline_templates import CASES, VARIANTS
 
     synthesizer = OfflineSynthesizer()

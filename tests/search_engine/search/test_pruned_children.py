@@ -4,8 +4,9 @@ with its reason, and never spends an evaluation or budget on it."""
 from __future__ import annotations
 
 from search_engine.search import SearchConfig, SearchRunner
-from search_engine.synthesis.offline import OfflineSynthesizer, templates
-from search_engine.synthesis.offline.resources import PRUNED_SHARED_MEMORY
+from search_engine.synthesis.offline import OfflineSynthesizer
+from search_engine.synthesis.offline.spaces import templates
+from search_engine.synthesis.offline.spaces.resources import PRUNED_SHARED_MEMORY
 
 from .conftest import ScriptedExecutor, problem_source
 

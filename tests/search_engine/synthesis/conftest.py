@@ -75,10 +75,10 @@ def _copy(value):
 def traced_analysis(source: str):
     """The test's own trusted problem traced in this process and prepared as the synthesizer
     does (the library itself traces in the sandbox)."""
-    from search_engine.synthesis.offline.analysis import (
-        analysis_from_json, analysis_to_json, trace_module,
-    )
-    from search_engine.synthesis.offline.synthesizer import prepared
+    from search_engine.synthesis.offline.plan.classify import analysis_from_json
+    from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+    from search_engine.synthesis.offline.frontend.trace import trace_module
+    from search_engine.synthesis.offline.plan.gemm_epilogue import prepared
 
     return prepared(analysis_from_json(analysis_to_json(trace_module(load_problem(source)))))
 
@@ -87,10 +87,10 @@ def traveling_analysis(source: str):
     """`traced_analysis` with the batch variants the sandboxed probe adds (the problem traced
     at two more batch sizes), so the synthesizer's modules can take any batch size."""
     from search_engine.problem_probe import _batch_analyses
-    from search_engine.synthesis.offline.analysis import (
-        analysis_from_json, analysis_to_json, trace_module,
-    )
-    from search_engine.synthesis.offline.synthesizer import prepared
+    from search_engine.synthesis.offline.plan.classify import analysis_from_json
+    from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+    from search_engine.synthesis.offline.frontend.trace import trace_module
+    from search_engine.synthesis.offline.plan.gemm_epilogue import prepared
 
     module = load_problem(source)
     an = analysis_from_json(analysis_to_json(trace_module(module)))

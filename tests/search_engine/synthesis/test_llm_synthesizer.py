@@ -15,7 +15,7 @@ from search_engine.synthesis.base import (
 )
 from search_engine.synthesis.llm import LLMConfig, LLMSynthesizer, build_prompt, extract_code
 from search_engine.synthesis.offline import OfflineSynthesizer
-from search_engine.synthesis.offline import templates
+from search_engine.synthesis.offline.spaces import templates
 
 from .conftest import chat_reply, library_source
 

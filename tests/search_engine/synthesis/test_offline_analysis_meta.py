@@ -9,7 +9,8 @@ import pytest
 
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline import OfflineSynthesizer
-from search_engine.synthesis.offline.analysis import CoverageUnknown, analyze
+from search_engine.synthesis.offline.analyze import analyze
+from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown
 
 ONE_GIB = 1 << 30
 

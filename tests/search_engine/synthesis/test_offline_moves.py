@@ -5,7 +5,7 @@ import random
 from search_engine.hardware import get_target
 from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
 from search_engine.synthesis.offline import OfflineSynthesizer
-from search_engine.synthesis.offline import templates
+from search_engine.synthesis.offline.spaces import templates
 
 from .conftest import library_source
 

@@ -7,8 +7,9 @@ import random
 
 from search_engine.hardware import get_target
 from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
-from search_engine.synthesis.offline import OfflineSynthesizer, templates
-from search_engine.synthesis.offline.resources import (
+from search_engine.synthesis.offline import OfflineSynthesizer
+from search_engine.synthesis.offline.spaces import templates
+from search_engine.synthesis.offline.spaces.resources import (
     PRUNED_REGISTERS, PRUNED_SHARED_MEMORY, dot_resource_problem, dot_shared_memory_bytes,
 )
 from .conftest import library_source

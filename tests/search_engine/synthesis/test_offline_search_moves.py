@@ -10,7 +10,8 @@ import torch
 from search_engine.hardware import get_target
 from search_engine.protocols import EvaluationRequest
 from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
-from search_engine.synthesis.offline import OfflineSynthesizer, templates
+from search_engine.synthesis.offline import OfflineSynthesizer
+from search_engine.synthesis.offline.spaces import templates
 
 from .test_offline_templates import check, problem
 

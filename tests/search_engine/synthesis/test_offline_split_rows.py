@@ -10,8 +10,9 @@ import re
 import pytest
 import torch
 
-from search_engine.synthesis.offline import OfflineSynthesizer, templates
+from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.default_kernels_bench import PROBLEMS
+from search_engine.synthesis.offline.spaces import templates
 
 from .conftest import load_problem
 from .test_offline_templates import no_torch_math, problem

@@ -12,10 +12,11 @@ import torch
 
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.pipeline import evaluate
-from search_engine.synthesis.offline import OfflineSynthesizer, staged
-from search_engine.synthesis.offline.analysis import (
-    analysis_from_json, analysis_to_json, trace_module,
-)
+from search_engine.synthesis.offline import OfflineSynthesizer
+from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+from search_engine.synthesis.offline.frontend.trace import trace_module
+from search_engine.synthesis.offline.plan.classify import analysis_from_json
+from search_engine.synthesis.offline.writers import staged
 
 from .conftest import load_problem, run_candidate
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from search_engine.synthesis.offline import OfflineSynthesizer
-from search_engine.synthesis.offline import templates
+from search_engine.synthesis.offline.spaces import templates
 
 from .conftest import library_source
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from search_engine.synthesis.offline import travel
 from search_engine.synthesis.offline.synthesizer import (
     OfflineSynthesizer, family_module, traveling_render,
 )
+from search_engine.synthesis.offline.writers import travel
 
 from .conftest import load_candidate, load_problem, traveling_analysis
 from .test_offline_staged import problem as staged_problem

@@ -1,0 +1,210 @@
+"""Trace a loaded problem module into its op graph: build `Model` and `get_inputs()` on the
+meta device, trace the model with torch.fx, propagate shapes with `ShapeProp` and translate
+the graph (`translator.py`).
+
+This RUNS the problem's code: only the sandboxed probe (`search_engine.problem_probe`) calls
+`trace_module`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from search_engine.synthesis.base import NotCoveredError
+from search_engine.synthesis.offline.frontend.inplace import augmented_operators_traced
+from search_engine.synthesis.offline.frontend.ir import Analysis
+from search_engine.synthesis.offline.frontend.translator import _Translator
+
+
+def trace_module(module, batch: int | None = None) -> Analysis:
+    """Trace a loaded problem module. This RUNS the problem's code: only the sandboxed probe
+    (`search_engine.problem_probe`) calls it.
+
+    The model and its inputs are built on the meta device (shapes and dtypes, no storage), so
+    an official-size problem costs no memory; `materialized_bytes` on the result says how much
+    real tensor data the analysis held (0 unless the problem forced real tensors). With
+    `batch`, the problem is traced at that batch size instead of its own."""
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, name):
+            raise NotCoveredError(f"the problem does not define {name}")
+    torch.manual_seed(0)
+    model, inputs = _build_on_meta(module, batch)
+    state = _tensor_attributes(model)
+    try:
+        with augmented_operators_traced():
+            graph_module = torch.fx.symbolic_trace(model)
+    except Exception as exc:  # data-dependent control flow and the like
+        try:
+            graph_module = _restored(model, state, _sized_trace(model, inputs))
+        except NotCoveredError:
+            raise
+        except Exception:
+            raise NotCoveredError(f"torch.fx could not trace the reference Model: {exc}") \
+                from exc
+    else:
+        graph_module = _restored(model, state, graph_module)
+    try:
+        with torch.no_grad():
+            ShapeProp(graph_module).propagate(*inputs)
+    except Exception as exc:
+        raise NotCoveredError(f"the reference Model did not run on get_inputs(): "
+                              f"{type(exc).__name__}: {exc}") from exc
+    analysis = _Translator(graph_module, len(inputs), inputs).run()
+    analysis.materialized_bytes = _real_bytes(model, inputs)
+    return analysis
+
+
+_RECORDED_FACTORIES = ("ones", "zeros", "full", "arange")
+
+
+def _sized_trace(model, inputs):
+    """A trace whose tensors know their (meta) sizes, for a forward that computes with them
+    (``T = x.size(1)``, ``self.mask[:, :, :T, :T]``, ``B, T, C = x.shape``); buffers are
+    graph leaves, so a mask sliced from one stays an op on a stored tensor."""
+    import inspect
+
+    import torch.fx
+    from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
+
+    class SizedProxy(MetaProxy):
+        def size(self, dim=None):  # MetaProxy.size(0) gives the whole shape
+            meta = getattr(self, "_tensor_meta", None)
+            if meta is None:
+                return super().size(dim)
+            return meta.size() if dim is None else meta.size(dim)
+
+    class SizedTracer(MetaTracer):
+        proxy_buffer_attributes = True
+        _TORCH_METHODS_TO_PATCH = []  # the factories are recorded below instead
+
+        computing_meta = False
+
+        def proxy(self, node):
+            return SizedProxy(node, self)
+
+        def create_proxy(self, *args, **kwargs):
+            # meta kernels call factories themselves (triu's makes aranges): not recorded
+            outer, self.computing_meta = self.computing_meta, True
+            try:
+                return super().create_proxy(*args, **kwargs)
+            finally:
+                self.computing_meta = outer
+
+        def trace(self, root, meta_args, concrete_args=None):
+            # a factory call with plain sizes (``torch.ones(T, T)``, T from a size) is a
+            # graph node, not a constant computed during the trace
+            originals = {name: getattr(torch, name) for name in _RECORDED_FACTORIES}
+
+            def recorder(factory):
+                def record(*args, **kwargs):
+                    if self.computing_meta:
+                        return factory(*args, **kwargs)
+                    return self.create_proxy("call_function", factory, args,
+                                             {**kwargs, "device": "meta"})
+                return record
+            try:
+                for name, factory in originals.items():
+                    setattr(torch, name, recorder(factory))
+                return super().trace(root, meta_args, concrete_args)
+            finally:
+                for name, factory in originals.items():
+                    setattr(torch, name, factory)
+
+    names = list(inspect.signature(model.forward).parameters)
+    meta_args = {n: x for n, x in zip(names, inputs) if isinstance(x, torch.Tensor)}
+    tracer = SizedTracer()
+    graph = tracer.trace(model, meta_args)
+    return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
+def _build_on_meta(module, batch: int | None = None):
+    """The Model and get_inputs() with every factory call on the meta device; `.cuda()` and
+    `.to(device)` keep meta tensors on meta (the analysis needs shapes, never values).
+    With `batch`, the inputs are those of another batch size (`batch_shapes`)."""
+    with _on_meta():
+        model = module.Model(*module.get_init_inputs())
+        inputs = list(module.get_inputs())
+        if batch is not None:
+            from search_engine.batch_shapes import inputs_at_batch
+
+            inputs, _ = inputs_at_batch(module, inputs, batch,
+                                        draw=lambda: list(module.get_inputs()))
+    if isinstance(model, torch.nn.Module):
+        model.eval()  # as the evaluator runs the reference
+    return model, inputs
+
+
+@contextlib.contextmanager
+def _on_meta():
+    originals = {name: getattr(torch.Tensor, name) for name in ("cuda", "to", "cpu")}
+
+    def stay_on_meta(name):
+        def call(self, *args, **kwargs):
+            if self.is_meta:
+                dtype = next((a for a in args if isinstance(a, torch.dtype)), kwargs.get("dtype"))
+                return self if dtype is None else originals["to"](self, dtype=dtype)
+            return originals[name](self, *args, **kwargs)
+        return call
+
+    try:
+        for name in originals:
+            setattr(torch.Tensor, name, stay_on_meta(name))
+        with torch.device("meta"):
+            yield
+    finally:
+        for name, fn in originals.items():
+            setattr(torch.Tensor, name, fn)
+
+
+_MOVES = ("to", "cuda", "cpu", "contiguous", "detach", "float")
+
+
+def _tensor_attributes(model) -> dict:
+    """Plain tensor attributes (not parameters or buffers) of every submodule, by path:
+    KernelBench's RNNs keep their state there (``self.hidden = torch.randn(...)``)."""
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {(prefix, name): value for prefix, sub in model.named_modules()
+            for name, value in vars(sub).items() if isinstance(value, torch.Tensor)}
+
+
+def _restored(model, state: dict, graph_module):
+    """The traced graph with the tensors a forward reassigned during tracing put back. A
+    forward that only moves its tensor (``self.hidden = self.hidden.to(x.device)``) reads
+    the stored one; one that stores a computed value keeps state between calls, which a
+    kernel cannot reproduce from the inputs alone: refused, by name."""
+    import torch.fx
+
+    for (prefix, name), tensor in state.items():
+        owner = model.get_submodule(prefix)
+        now = vars(owner).get(name)
+        if not isinstance(now, torch.fx.Proxy):
+            continue
+        node = now.node
+        moved = node.op == "call_method" and node.target in _MOVES and node.args and \
+            getattr(node.args[0], "op", "") == "get_attr"
+        path = f"{prefix}.{name}" if prefix else name
+        if not moved:
+            raise NotCoveredError("the forward stores a computed tensor in the model "
+                                  f"(self.{path}): state kept between calls",
+                                  [f"state self.{path}"])
+        setattr(owner, name, tensor)
+        try:  # the graph module copied the attribute while it was the Proxy
+            held = graph_module.get_submodule(prefix)
+        except AttributeError:
+            continue
+        if isinstance(vars(held).get(name), torch.fx.Proxy):
+            setattr(held, name, tensor)
+    return graph_module
+
+
+def _real_bytes(model, inputs) -> int:
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    if isinstance(model, torch.nn.Module):
+        tensors += list(model.parameters()) + list(model.buffers())
+    return int(sum(t.numel() * t.element_size() for t in tensors if not t.is_meta))

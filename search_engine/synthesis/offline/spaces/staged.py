@@ -1,0 +1,93 @@
+"""The staged families' space (conv, attention, batched_matmul, pooling, scan, reduction,
+pointwise): one space of tile sizes, warps, stages and reduction splits serving every stage
+(each clamped to its stage's sizes), the defaults per target and precision policy, ``±``
+steps ordered by the diagnosis, and the shared-memory limit that prunes before evaluation.
+With `render` (`writers/staged.py`) it is the family interface the synthesizer calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from search_engine.synthesis.offline.frontend.ir import Analysis
+from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401 (its families)
+from search_engine.synthesis.offline.spaces import resources
+from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 (its writer)
+
+STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
+
+
+SPACE: dict[str, list] = {
+    "BLOCK": [128, 256, 512, 1024, 2048], "BLOCK_O": [1, 2, 4, 8, 16, 32, 64],
+    "BLOCK_R": [16, 32, 64, 128, 256, 512, 1024, 2048], "BLOCK_M": [16, 32, 64, 128],
+    "BLOCK_N": [16, 32, 64, 128], "BLOCK_K": [16, 32, 64], "num_warps": [1, 2, 4, 8],
+    "num_stages": [1, 2, 3, 4], "SPLIT_R": [1, 16, 64, 256, 1024],
+}
+
+
+def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
+    gpu = target != "interpreter"
+    return {"BLOCK": 1024 if gpu else 256, "BLOCK_O": 4, "BLOCK_R": 256 if gpu else 64,
+            "BLOCK_M": 64 if gpu else 16, "BLOCK_N": 64 if gpu else 16,
+            "BLOCK_K": 32 if gpu else 16, "num_warps": 4, "num_stages": 2 if gpu else 1,
+            "SPLIT_R": 256 if gpu else 1,
+            "PRECISION": "tf32" if policy in ("tf32", "bf16") else "ieee"}
+
+
+def clamp(an: Analysis, params: dict[str, Any]) -> dict[str, Any]:
+    out = dict(params)
+    for key, choices in SPACE.items():
+        if out.get(key) not in choices:
+            out[key] = min(choices, key=lambda c: abs(c - int(out.get(key, choices[0]))))
+    return out
+
+
+def valid(an: Analysis, params: dict[str, Any]) -> bool:
+    return all(params.get(k) in v for k, v in SPACE.items())
+
+
+def random_params(an: Analysis, base: dict[str, Any], rng) -> dict[str, Any]:
+    return {**base, **{k: rng.choice(v) for k, v in SPACE.items()}}
+
+
+def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
+                  params: dict | None = None) -> list[str]:
+    """Moves as `±` steps of one parameter; the diagnosis picks which come first."""
+    order = {"failure": ["BLOCK_M-", "BLOCK_N-", "BLOCK_R-", "BLOCK-", "num_warps-"],
+             "memory": ["BLOCK+", "BLOCK_O+", "BLOCK_R+", "num_warps+"],
+             "compute": ["BLOCK_M+", "BLOCK_N+", "num_stages+", "BLOCK_K+"],
+             "latency": ["num_warps-", "BLOCK_O-", "BLOCK_M-"]}.get(diagnosis, [])
+    rest = [f"{k}{s}" for k in SPACE for s in "+-" if f"{k}{s}" not in order]
+    if policy != "strict":
+        rest.append("tf32")
+    rng.shuffle(rest)
+    return order + rest
+
+
+def apply_move(an: Analysis, params: dict[str, Any], move: str) -> dict[str, Any] | None:
+    if move == "tf32":
+        return None if params.get("PRECISION") == "tf32" else {**params, "PRECISION": "tf32"}
+    key, step = move[:-1], 1 if move.endswith("+") else -1
+    choices = SPACE.get(key)
+    if not choices or params.get(key) not in choices:
+        return None
+    at = choices.index(params[key]) + step
+    if not 0 <= at < len(choices):
+        return None
+    return {**params, key: choices[at]}
+
+
+def notes(an: Analysis, params: dict[str, Any]) -> str:
+    return f"family {an.family} (staged); dot_precision {params.get('PRECISION', 'ieee')}"
+
+
+def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -> bool:
+    if limit_bytes <= 0:
+        return True
+    return resources.dot_shared_memory_bytes(params, STAGED_OPERAND_BYTES) <= limit_bytes
+
+
+def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
+    """Why this configuration cannot run on `target`'s shared memory, or ''. (Registers are
+    not judged here: each stage clamps the tiles to its own sizes.)"""
+    return resources.dot_resource_problem(params, STAGED_OPERAND_BYTES,
+                                          target.shared_memory_per_block_bytes)

@@ -1,0 +1,389 @@
+"""The fused families' spaces (elementwise, rows, matmul): parameters, defaults per target,
+moves with what each is meant to change (`MOVE_REASONS`), and the resource limits that prune
+a GEMM configuration before it is evaluated (`resource_problem`, on `resources.py`).
+
+Each family's parameters are the search space; each move (a transformation) changes one or
+two parameters and is a step in the tree. Which moves come first depends on the parent's
+diagnosis (see `MOVES_BY_DIAGNOSIS`). The kernels themselves are written by
+`writers/fused.py` (`render`, part of this family interface) over elementwise.py, rows.py
+and matmul.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from search_engine.synthesis.offline.frontend.ir import Analysis
+from search_engine.synthesis.offline.plan.gemm_epilogue import matmul_dims
+from search_engine.synthesis.offline.spaces import resources
+from search_engine.synthesis.offline.writers import codegen, matmul, rows
+from search_engine.synthesis.offline.writers.fused import render  # noqa: F401 (their writer)
+
+SPACES: dict[str, dict[str, list]] = {
+    "elementwise": {"BLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [1, 2, 4, 8]},
+    "rows": {"ROWS": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+             "BLOCK_R": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8, 16],
+             "SPLIT": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]},
+    "matmul": {"BLOCK_M": [16, 32, 64, 128], "BLOCK_N": [16, 32, 64, 128, 256],
+               "BLOCK_K": [16, 32, 64, 128], "GROUP_M": [1, 4, 8], "num_warps": [2, 4, 8],
+               "num_stages": [1, 2, 3, 4, 5], "SPLIT_K": [1, 2, 4, 8]},
+}
+MAX_SINGLE_ROW_ELEMENTS = 16384  # ROWS * BLOCK_R kept in registers by the single variant
+ROW_VARIANTS = ["single", "looped", "online", "split"]
+PROGRAMS_PER_SM = 4  # split rows: enough programs to fill every SM a few times
+# split rows: short segments (many programs, several waves, no straggler SM) that still
+# amortise the partials; 2048-element chunks over 8 warps are two 16-byte loads per thread
+SPLIT_CHUNKS_PER_PROGRAM = 8
+SPLIT_BLOCK_R = 2048
+# Strict fp32 GEMMs: three tf32 tensor-core products (hi*hi + hi*lo + lo*hi) reach fp32
+# accuracy at several times the speed of "ieee" (SIMT fp32 FMA); "ieee" is the fallback
+# when a trial fails the strict tolerance.
+STRICT_DOT_PRECISION = "tf32x3"
+
+
+def row_length(an: Analysis) -> int:
+    return math.prod(an.row_shape[an.reduce_dims[0]: an.reduce_dims[-1] + 1])
+
+
+def row_inner(an: Analysis) -> int:
+    """Elements between a row's neighbours (1: the reduced dims are innermost)."""
+    return math.prod(an.row_shape[an.reduce_dims[-1] + 1:])
+
+
+def rows_analysis(an: Analysis) -> Analysis | None:
+    """For matmul problems with reductions after the matmul: their row shape."""
+    return an if an.family == "rows" else getattr(an, "_rows_tail", None)
+
+
+def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
+    if an.family == "elementwise":
+        return {"BLOCK": 1024, "num_warps": 4}
+    if an.family == "rows":
+        few_rows = row_count(an) if rows.splittable(an) else 1 << 30  # argmax: no split
+        return clamp(an, _default_rows(row_length(an), row_inner(an), target, few_rows))
+    params = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
+              "num_stages": 3, "SPLIT_K": 1, "PRECISION": STRICT_DOT_PRECISION, "TMA": 0}
+    if target != "interpreter":
+        # H100/H200 class: 128x128x64 tiles, 8 warps, 3 stages keep the tensor cores fed
+        # while A+B tiles (2 x 32 KiB fp32 per stage) stay inside shared memory (measured on
+        # the H200, strict 4096^2 fp32 with K-major B: 1.70 ms against 2.01 ms with K=32).
+        params.update(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8)
+    if policy in ("tf32", "bf16"):
+        params["PRECISION"] = "tf32"
+    params["B_KMAJOR"] = int(matmul.b_kmajor_pays(an))
+    tail = getattr(an, "_rows_tail", None)
+    if tail is not None:
+        tail_params = _default_rows(row_length(tail), row_inner(tail), target)
+        params.update({"tail_" + k: v for k, v in tail_params.items()})
+    return clamp(an, params)
+
+
+def row_count(an: Analysis) -> int:
+    return math.prod(an.row_shape) // row_length(an)
+
+
+def _default_rows(length: int, inner: int = 1, target: str = "interpreter",
+                  n_rows: int = 1 << 30) -> dict[str, Any]:
+    """Rows that fit stay in registers (one read, one write). Strided rows (a reduction over
+    a middle dim) take many neighbouring rows per program so loads coalesce. Long rows
+    stream in an online design: max and sum (or mean and variance) in one pass, the output
+    pass next; when there are too few rows to fill the SMs, a row is split over programs."""
+    block = codegen.next_pow2(length)
+    if block <= 8192:
+        budget = 16384 if inner > 1 else 2048  # elements per program
+        rows = max(1, min(256 if inner > 1 else 16, budget // block))
+        while inner > 1 and rows > 1 and inner % rows:
+            rows //= 2
+        warps = 4 if block * rows <= 4096 else 8
+        return {"variant": "single", "ROWS": rows, "BLOCK_R": block, "num_warps": warps,
+                "SPLIT": 1}
+    chunk = 2048 if target == "interpreter" else 4096
+    params = {"variant": "online", "ROWS": 1, "BLOCK_R": chunk, "num_warps": 8, "SPLIT": 1}
+    programs = PROGRAMS_PER_SM * _multiprocessors(target)
+    if n_rows < programs and inner == 1:
+        fill = codegen.next_pow2(-(-programs // n_rows))
+        short = codegen.next_pow2(-(-length // (SPLIT_CHUNKS_PER_PROGRAM * SPLIT_BLOCK_R)))
+        params.update(variant="split", BLOCK_R=SPLIT_BLOCK_R,
+                      SPLIT=min(max(fill, short), SPACES["rows"]["SPLIT"][-1]))
+    return params
+
+
+def _multiprocessors(target: str) -> int:
+    from search_engine.hardware import get_target
+
+    try:
+        return get_target(target).multiprocessors
+    except (KeyError, ValueError):
+        return 132
+
+
+def clamp(an: Analysis, params: dict[str, Any]) -> dict[str, Any]:
+    """Keep parameters legal for the problem's shapes (tiles not far beyond the dims)."""
+    p = dict(params)
+    if an.family == "matmul":
+        m, n, k = matmul_dims(an)
+        p["BLOCK_M"] = min(p["BLOCK_M"], max(16, codegen.next_pow2(m)))
+        p["BLOCK_N"] = min(p["BLOCK_N"], max(16, codegen.next_pow2(n)))
+        p["BLOCK_K"] = min(p["BLOCK_K"], max(16, codegen.next_pow2(k)))
+        while p["SPLIT_K"] > 1 and p["BLOCK_K"] * p["SPLIT_K"] > max(k, 16):
+            p["SPLIT_K"] //= 2
+    for prefix, tail in (("", an if an.family == "rows" else None),
+                         ("tail_", getattr(an, "_rows_tail", None))):
+        if tail is None:
+            continue
+        length = row_length(tail)
+        if p[prefix + "variant"] == "single":
+            p[prefix + "BLOCK_R"] = codegen.next_pow2(length)
+            while p[prefix + "ROWS"] > 1 and \
+                    p[prefix + "ROWS"] * p[prefix + "BLOCK_R"] > MAX_SINGLE_ROW_ELEMENTS:
+                p[prefix + "ROWS"] //= 2
+        else:
+            p[prefix + "BLOCK_R"] = min(p[prefix + "BLOCK_R"], max(256, codegen.next_pow2(length)))
+        while p[prefix + "ROWS"] > 1 and \
+                p[prefix + "ROWS"] * p[prefix + "BLOCK_R"] > MAX_SINGLE_ROW_ELEMENTS:
+            p[prefix + "ROWS"] //= 2  # the streaming variants hold ROWS x BLOCK_R too
+        if p.get(prefix + "variant") == "split":
+            p[prefix + "ROWS"] = 1
+            p[prefix + "SPLIT"] = max(1, min(p.get(prefix + "SPLIT", 1),
+                                             codegen.next_pow2(-(-length // p[prefix + "BLOCK_R"]))))
+    return p
+
+
+def valid(an: Analysis, params: dict[str, Any]) -> bool:
+    for prefix, tail in (("", an if an.family == "rows" else None),
+                         ("tail_", getattr(an, "_rows_tail", None))):
+        if tail is None:
+            continue
+        variant = params[prefix + "variant"]
+        if variant == "single" and codegen.next_pow2(row_length(tail)) > MAX_SINGLE_ROW_ELEMENTS:
+            return False
+        if variant == "split" and (prefix or not rows.splittable(tail)):
+            return False
+    if an.family == "matmul" and params.get("TMA") and not matmul.tma_eligible(an):
+        return False
+    if an.family == "matmul" and params.get("B_KMAJOR") and not matmul.b_kmajor_applies(an):
+        return False
+    return True
+
+
+def random_params(an: Analysis, base: dict[str, Any], rng) -> dict[str, Any]:
+    p = dict(base)
+    space = SPACES[an.family]
+    for key, choices in space.items():
+        if key in p:
+            p[key] = rng.choice(choices)
+    if an.family == "rows":
+        p["variant"] = rng.choice(ROW_VARIANTS)
+    tail = getattr(an, "_rows_tail", None)
+    if tail is not None:
+        p["tail_variant"] = rng.choice(ROW_VARIANTS)
+        p["tail_num_warps"] = rng.choice(SPACES["rows"]["num_warps"])
+        p["tail_ROWS"] = rng.choice(SPACES["rows"]["ROWS"])
+        p["tail_BLOCK_R"] = rng.choice(SPACES["rows"]["BLOCK_R"])
+    return p
+
+
+# -- moves ---------------------------------------------------------------------------------
+
+def _step(key: str, direction: int, family: str) -> Callable[[dict], dict | None]:
+    def move(p: dict) -> dict | None:
+        choices = SPACES[family][key.replace("tail_", "")]
+        if key not in p or p[key] not in choices:
+            return None
+        index = choices.index(p[key]) + direction
+        if not 0 <= index < len(choices):
+            return None
+        return {**p, key: choices[index]}
+    return move
+
+
+def _set(key: str, value) -> Callable[[dict], dict | None]:
+    def move(p: dict) -> dict | None:
+        if key not in p or p[key] == value:
+            return None
+        return {**p, key: value}
+    return move
+
+
+MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
+    "elementwise": {
+        "block_up": _step("BLOCK", 1, "elementwise"),
+        "block_down": _step("BLOCK", -1, "elementwise"),
+        "warps_up": _step("num_warps", 1, "elementwise"),
+        "warps_down": _step("num_warps", -1, "elementwise"),
+    },
+    "rows": {
+        "rows_up": _step("ROWS", 1, "rows"), "rows_down": _step("ROWS", -1, "rows"),
+        "warps_up": _step("num_warps", 1, "rows"), "warps_down": _step("num_warps", -1, "rows"),
+        "chunk_up": _step("BLOCK_R", 1, "rows"), "chunk_down": _step("BLOCK_R", -1, "rows"),
+        "to_looped": _set("variant", "looped"), "to_single": _set("variant", "single"),
+        "to_online": _set("variant", "online"),
+        "to_split": _set("variant", "split"),
+        "split_up": _step("SPLIT", 1, "rows"), "split_down": _step("SPLIT", -1, "rows"),
+    },
+    "matmul": {
+        "tile_m_up": _step("BLOCK_M", 1, "matmul"), "tile_m_down": _step("BLOCK_M", -1, "matmul"),
+        "tile_n_up": _step("BLOCK_N", 1, "matmul"), "tile_n_down": _step("BLOCK_N", -1, "matmul"),
+        "tile_k_up": _step("BLOCK_K", 1, "matmul"), "tile_k_down": _step("BLOCK_K", -1, "matmul"),
+        "group_m_up": _step("GROUP_M", 1, "matmul"),
+        "group_m_down": _step("GROUP_M", -1, "matmul"),
+        "warps_up": _step("num_warps", 1, "matmul"),
+        "warps_down": _step("num_warps", -1, "matmul"),
+        "stages_up": _step("num_stages", 1, "matmul"),
+        "stages_down": _step("num_stages", -1, "matmul"),
+        "split_k_up": _step("SPLIT_K", 1, "matmul"),
+        "split_k_down": _step("SPLIT_K", -1, "matmul"),
+        "tf32": _set("PRECISION", "tf32"),
+        "dot_tf32x3": _set("PRECISION", STRICT_DOT_PRECISION),
+        "dot_ieee": _set("PRECISION", "ieee"),
+        "to_tma": _set("TMA", 1), "tma_off": _set("TMA", 0),
+        "b_kmajor": _set("B_KMAJOR", 1), "b_as_stored": _set("B_KMAJOR", 0),
+        "tail_rows_up": _step("tail_ROWS", 1, "rows"),
+        "tail_warps_up": _step("tail_num_warps", 1, "rows"),
+        "tail_to_looped": _set("tail_variant", "looped"),
+        "tail_to_online": _set("tail_variant", "online"),
+    },
+}
+
+MOVES_BY_DIAGNOSIS = {
+    "failure": ["dot_ieee", "tma_off", "block_down", "warps_down", "rows_down", "to_looped",
+                "chunk_down", "tile_m_down", "tile_n_down", "tile_k_down", "stages_down",
+                "split_k_down", "tail_to_looped"],
+    # memory-bound: fewer passes over memory first (online, whole row in registers), then
+    # more bytes in flight per program
+    "memory": ["to_online", "to_single", "to_split", "block_up", "rows_up", "chunk_up",
+               "warps_up", "split_up", "split_down",
+               "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tail_to_online",
+               "tail_rows_up"],
+    "compute": ["dot_tf32x3", "b_kmajor", "to_tma", "tile_m_up", "tile_n_up", "stages_up", "tf32", "warps_up",
+                "tile_k_up", "group_m_up"],
+    "latency": ["to_split", "split_up", "warps_down", "rows_down", "split_k_up", "tile_m_down", "tile_n_down",
+                "block_down", "chunk_down", "warps_up", "tail_warps_up"],
+}
+
+
+# Why each kind of move is expected to help (kept with the node, read by skills).
+MOVE_REASONS = {
+    "to_online": "one read for softmax's max and sum (online rescaling) and independent "
+                 "reductions in one pass: fewer passes over HBM",
+    "to_single": "the whole row in registers: one read and one write",
+    "to_looped": "stream the row in chunks: fewer registers, no spills",
+    "to_split": "split each row over several programs: enough programs for every SM when "
+                "rows are few and long",
+    "split_up": "more programs per row: more SMs busy",
+    "split_down": "fewer programs per row: fewer partial results to combine",
+    "rows_up": "more rows per program: more bytes in flight, coalesced strided rows",
+    "rows_down": "fewer rows per program: fewer registers, more programs",
+    "block_up": "wider blocks: more bytes in flight per program",
+    "block_down": "smaller blocks: more programs, fewer registers",
+    "chunk_up": "larger chunks: more bytes in flight per loop iteration",
+    "chunk_down": "smaller chunks: fewer registers",
+    "warps_up": "more warps: more loads in flight, more latency hidden",
+    "warps_down": "fewer warps: cheaper reductions, more programs per SM",
+    "tile_m_up": "taller tiles: more reuse of B per load",
+    "tile_n_up": "wider tiles: more reuse of A per load",
+    "tile_k_up": "deeper K steps: fewer loop iterations",
+    "stages_up": "deeper software pipeline: loads overlap the MMAs",
+    "stages_down": "shallower pipeline: less shared memory, more programs per SM",
+    "group_m_up": "grouped (swizzled) program order: tiles reuse A and B from L2",
+    "split_k_up": "split K over programs: more programs when M x N has too few tiles",
+    "dot_tf32x3": "strict fp32 on tensor cores: three tf32 products (hi*hi + hi*lo + lo*hi)",
+    "dot_ieee": "fp32 FMA dot products: the exact fallback when tf32x3 misses the tolerance",
+    "tf32": "tf32 tensor cores (tf32 policy only)",
+    "to_tma": "Hopper TMA descriptors: the copy engine loads the tiles, no address math "
+              "or masks in the K loop",
+    "tma_off": "pointer loads instead of TMA descriptors",
+    "b_kmajor": "B copied K-major first: fp32 (tf32) tensor-core operands must be K-major "
+                "in shared memory, an N-major B falls off the fast MMA path",
+    "b_as_stored": "B read as stored: no copy (small M, or 16-bit operands)",
+}
+
+
+def move_record(move: str, parent_params: dict[str, Any], params: dict[str, Any],
+                parent_id: int, diagnosis: str) -> dict[str, Any]:
+    """What a move changed, from which node and diagnosis, and why (see MOVE_REASONS)."""
+    changed = {k: [parent_params.get(k), v] for k, v in sorted(params.items())
+               if parent_params.get(k) != v}
+    reasons = [MOVE_REASONS[m] for m in move.split("+") if m in MOVE_REASONS]
+    return {"name": move, "changed": changed, "parent_id": parent_id,
+            "parent_diagnosis": diagnosis, "why": "; ".join(reasons)}
+
+
+def diagnosis_class(status: str, diagnostics: dict[str, Any]) -> str:
+    if status in ("compile_error", "runtime_error", "timeout", "incorrect"):
+        return "failure"
+    bottleneck = diagnostics.get("bottleneck", "")
+    if isinstance(bottleneck, dict):  # the evaluator's {"class": ..., "reason": ...}
+        bottleneck = bottleneck.get("class", "")
+    text = str(bottleneck).lower()
+    for key in ("memory", "compute", "latency"):
+        if key in text:
+            return key
+    if "occupancy" in text:
+        return "latency"
+    return "unknown"
+
+
+# Moves that take a split row back to one program per row: a split parent exists because the
+# rows are too few to fill the GPU (LayerNorm 16x64x256x256 on the H200: 0.235 ms split,
+# 11.6 ms unsplit), so they are tried last there.
+UNSPLIT_MOVES = ("to_online", "to_single", "to_looped")
+
+
+def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
+                  params: dict[str, Any] | None = None) -> list[str]:
+    available = list(MOVES[an.family])
+    if policy == "strict":
+        available = [m for m in available if m != "tf32"]
+    else:  # tf32/bf16 sessions: plain tf32 is allowed and faster than the 3-product split
+        available = [m for m in available if m != "dot_tf32x3"]
+    if getattr(an, "_rows_tail", None) is None:
+        available = [m for m in available if not m.startswith("tail_")]
+    preferred = [m for m in MOVES_BY_DIAGNOSIS.get(diagnosis, []) if m in available]
+    rest = [m for m in available if m not in preferred]
+    rng.shuffle(rest)
+    ordered = preferred + rest
+    if params and params.get("variant") == "split" and diagnosis != "failure":
+        ordered = ([m for m in ordered if m not in UNSPLIT_MOVES]
+                   + [m for m in ordered if m in UNSPLIT_MOVES])
+    return ordered
+
+
+def apply_move(an: Analysis, params: dict, move: str) -> dict | None:
+    new = MOVES[an.family][move](params)
+    if new is None:
+        return None
+    new = clamp(an, new)
+    return new if new != params and valid(an, new) else None
+
+
+def notes(an: Analysis, params: dict[str, Any]) -> str:
+    """The proposal's notes: the family, and for GEMMs how the dot products were computed
+    (``dot_precision``), so a strict result says which method passed."""
+    text = f"family {an.family}"
+    if "PRECISION" in params:
+        text += f"; dot_precision {params['PRECISION']}"
+    return text
+
+
+def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -> bool:
+    """Matmul tiles must fit the target's shared memory (`resources`: num_stages copies of
+    the A and B tiles plus epilogue scratch; 128x128x64 fp32 with 4 stages needs 256 KiB)."""
+    if an.family != "matmul" or limit_bytes <= 0:
+        return True
+    return resources.dot_shared_memory_bytes(params, _operand_bytes(an)) <= limit_bytes
+
+
+def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
+    """Why this configuration cannot run on `target` (shared memory, registers), or ''."""
+    if an.family != "matmul":
+        return ""
+    return resources.dot_resource_problem(params, _operand_bytes(an),
+                                          target.shared_memory_per_block_bytes,
+                                          target.max_registers_per_thread)
+
+
+def _operand_bytes(an: Analysis) -> int:
+    """Operands are loaded into shared memory as stored."""
+    return max(an.nodes[r].dtype.itemsize for r in an.nodes[an.matmul].refs())

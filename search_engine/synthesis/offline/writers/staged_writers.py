@@ -1,0 +1,165 @@
+"""The stage writers the staged family owns itself (`staged.py`; anchors with their own
+modules are written there): a pointwise stage over a flat index, and a reduction stage that
+streams the reduced elements, split over programs (partials, then a combine kernel) when a
+few outputs reduce many elements."""
+
+from __future__ import annotations
+
+import math
+
+from search_engine.synthesis.offline.plan.stages import Stage
+from search_engine.synthesis.offline.writers import codegen
+from search_engine.synthesis.offline.writers.staged_context import (
+    Context, kernel_source, launch, p2, store_epilogue, unravel,
+)
+from search_engine.synthesis.offline.writers.staged_expr import Expr
+
+
+def write_pointwise(ctx: Context, stage: Stage, name: str) -> tuple[str, list[str]]:
+    node = ctx.nodes[stage.sink]
+    block = min(ctx.params["BLOCK"], p2(math.prod(node.shape)))
+    body = ["pid = tl.program_id(0).to(tl.int64)",
+            "offs = pid * BLOCK + tl.arange(0, BLOCK)",
+            f"mask = offs < {math.prod(node.shape)}"]
+    expr = Expr(ctx, body)
+    expr.local.add(stage.sink)
+    idx = unravel(body, "offs", node.shape, "i")
+    value = expr.value(stage.sink, tuple(idx), "mask")
+    out = ctx.pointer(stage.sink)
+    body.append(f"tl.store({out} + offs, ({value} + tl.zeros([BLOCK], tl.float32))"
+                f".to({out}.dtype.element_ty), mask=mask)")
+    grid = f"(triton.cdiv({math.prod(node.shape)}, {block}),)"
+    return (kernel_source(name, ctx, ["BLOCK"], body),
+            [launch(name, ctx, grid, {"BLOCK": block}, ctx.params["num_warps"])])
+
+
+def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[str]]:
+    """One program per BLOCK_O outputs; the reduced elements streamed BLOCK_R at a time.
+
+    Few outputs over many elements (a GroupNorm's statistics, a loss) split the reduced
+    range over SPLIT programs per output: partial results go to a small fp32 buffer that a
+    second kernel combines before the epilogue."""
+    node = ctx.nodes[stage.anchor]
+    src = node.refs()[0]
+    in_shape = ctx.nodes[src].shape
+    dims = tuple(node.attrs["dims"])
+    kept = [d for d in range(len(in_shape)) if d not in dims]
+    n_out, n_red = math.prod(node.shape), math.prod(in_shape[d] for d in dims)
+    block_o = min(ctx.params["BLOCK_O"], p2(n_out))
+    block_r = max(2, min(ctx.params["BLOCK_R"], p2(n_red), max(2, 8192 // block_o)))
+    op = node.op
+    split = reduction_split(ctx.params, op, n_out, n_red, block_o, block_r)
+    chunk = -(-(-(-n_red // split)) // block_r) * block_r
+    body = ["pid = tl.program_id(0).to(tl.int64)",
+            "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
+            f"omask = offs < {n_out}"]
+    expr = Expr(ctx, body)
+    out_idx = unravel(body, "offs", node.shape, "o")
+    kept_idx = [out_idx[d] for d in kept] if node.attrs.get("keepdim") else list(out_idx)
+    init = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF,
+            "argmax": codegen.NEG_INF, "argmin": codegen.POS_INF}[op]
+    body.append(f"acc = tl.full([BLOCK_O], {init}, tl.float32)")
+    if op in ("argmax", "argmin"):
+        body.append("best = tl.zeros([BLOCK_O], tl.int64)")
+    if split > 1:
+        body.append(f"r_start = tl.program_id(1).to(tl.int64) * {chunk}")
+        body.append(f"for r_start0 in range(0, {chunk}, BLOCK_R):")
+    else:
+        body.append(f"for r_start0 in range(0, {n_red}, BLOCK_R):")
+    inner: list[str] = []
+    expr.body = inner
+    start = "r_start + r_start0" if split > 1 else "r_start0"  # loop names no index shadows
+    inner.append(f"rr = {start} + tl.arange(0, BLOCK_R).to(tl.int64)")
+    inner.append(f"rmask = rr < {n_red}")
+    red_idx = unravel(inner, "rr", [in_shape[d] for d in dims], "r")
+    full, ki, ri = [], iter(kept_idx), iter(red_idx)
+    for d in range(len(in_shape)):
+        i = next(ri) if d in dims else next(ki)
+        full.append(i if i == "0" else (f"({i})[None, :]" if d in dims else f"({i})[:, None]"))
+    inner.append("m2 = omask[:, None] & rmask[None, :]")
+    v = expr.value(src, tuple(full), "m2")
+    inner.extend(_accumulate(op, v))
+    body.extend("    " + line for line in inner)
+    consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
+    warps = ctx.params["num_warps"]
+    if split > 1:
+        return _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx)
+    expr.body, expr.cache = body, {}
+    expr.subst[stage.anchor] = "best" if op in ("argmax", "argmin") else "acc"
+    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK_O], tl.float32)"
+                   if op not in ("argmax", "argmin") else "tl.zeros([BLOCK_O], tl.int64)")
+    grid = f"(triton.cdiv({n_out}, {block_o}),)"
+    return (_with_combine(op) + kernel_source(name, ctx, list(consts), body),
+            [launch(name, ctx, grid, consts, warps)])
+
+
+def reduction_split(params, op, n_out, n_red, block_o, block_r) -> int:
+    """Programs per output: enough for ~`SPLIT_R` × the outputs' programs to fill the GPU,
+    each still streaming at least 4 chunks; never for arg-reductions (their ties)."""
+    if op in ("argmax", "argmin") or params.get("SPLIT_R", 1) <= 1:
+        return 1
+    programs = -(-n_out // block_o)
+    split = max(1, min(params["SPLIT_R"] // programs, n_red // (4 * block_r)))
+    return 1 << (split.bit_length() - 1)  # a power of two: the combine kernel's tile
+
+
+def _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx):
+    node = ctx.nodes[stage.anchor]
+    op, part = node.op, f"kh_part{stage.anchor}"
+    ctx.kernel_params.append("part_ptr")
+    ctx.call_args.append(part)
+    body.append("tl.store(part_ptr + offs * SPLIT + tl.program_id(1), acc, mask=omask)")
+    first = kernel_source(name + "_partial", ctx, list(consts) + ["SPLIT"], body)
+    block_o, warps = consts["BLOCK_O"], ctx.params["num_warps"]
+    lines = [f"{part} = torch.empty(({n_out * split},), device={ctx.device()}, "
+             "dtype=torch.float32)",
+             launch(name + "_partial", ctx, f"(triton.cdiv({n_out}, {block_o}), {split})",
+                    {**consts, "SPLIT": split}, warps)]
+    prelude = list(ctx.prelude)
+    ctx.start()
+    ctx.prelude = prelude
+    ctx.kernel_params.append("part_ptr")
+    ctx.call_args.append(part)
+    fill = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF}[op]
+    body = ["pid = tl.program_id(0).to(tl.int64)",
+            "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
+            f"omask = offs < {n_out}",
+            "parts = tl.load(part_ptr + offs[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :], "
+            f"mask=omask[:, None], other={fill})"]
+    body.append({"sum": "acc = tl.sum(parts, axis=1)", "max": "acc = tl.max(parts, axis=1)",
+                 "min": "acc = tl.min(parts, axis=1)",
+                 "prod": "acc = tl.reduce(parts, 1, _kh_mul)"}[op])
+    expr = Expr(ctx, body)
+    out_idx = unravel(body, "offs", node.shape, "o")
+    expr.subst[stage.anchor] = "acc"
+    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK_O], tl.float32)")
+    second = kernel_source(name, ctx, ["BLOCK_O", "SPLIT"], body)
+    lines.append(launch(name, ctx, f"(triton.cdiv({n_out}, {block_o}),)",
+                        {"BLOCK_O": block_o, "SPLIT": split}, warps))
+    return _with_combine(op) + first + "\n\n" + second, lines
+
+
+def _accumulate(op: str, v: str) -> list[str]:
+    if op == "sum":
+        return [f"acc += tl.sum(tl.where(m2, {v}, 0.0), axis=1)"]
+    if op == "prod":
+        return [f"acc *= tl.reduce(tl.where(m2, {v}, 1.0), 1, _kh_mul)"]
+    if op in ("max", "min"):
+        fill = codegen.NEG_INF if op == "max" else codegen.POS_INF
+        return [f"acc = tl.{op}imum(acc, tl.{op}(tl.where(m2, {v}, {fill}), axis=1))"]
+    better = ">" if op == "argmax" else "<"
+    fill = codegen.NEG_INF if op == "argmax" else codegen.POS_INF
+    kind = op[3:]
+    return [f"vals = tl.where(m2, {v}, {fill})",
+            f"top = tl.{kind}(vals, axis=1)",
+            "at = tl.min(tl.where((vals == top[:, None]) & m2, rr[None, :], "
+            "9223372036854775807), axis=1)",
+            f"take = top {better} acc",
+            "best = tl.where(take, at, best)",
+            "acc = tl.where(take, top, acc)"]
+
+
+def _with_combine(op: str) -> str:
+    if op != "prod":
+        return ""
+    return "@triton.jit\ndef _kh_mul(a, b):\n    return a * b\n\n\n"
