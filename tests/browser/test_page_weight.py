@@ -43,7 +43,8 @@ def hover_text(page, selector: str) -> str:
 
 def script_responses(page) -> list:
     scripts: list = []
-    page.on("response", lambda r: scripts.append(r) if r.request.resource_type == "script" else None)
+    page.on("response",
+            lambda r: scripts.append(r) if r.request.resource_type == "script" else None)
     return scripts
 
 
@@ -98,7 +99,8 @@ def test_dashboard_charts_draw_their_data_with_the_partial_bundle(
     approved = embedded_figure(page, "chart-approved")["data"]
     assert 3.21 in approved[0]["y"] and 1.75 in approved[1]["y"]  # our kernel's best
     index = approved[0]["y"].index(3.21)
-    label = hover_text(page, f"#chart-approved .barlayer .trace:nth-child(1) .point:nth-child({index + 1}) path")
+    bar = f".point:nth-child({index + 1}) path"
+    label = hover_text(page, f"#chart-approved .barlayer .trace:nth-child(1) {bar}")
     assert "3.21× over eager" in label
     assert_only_partial_plotly(scripts, CHARTS_BUNDLE)
     assert not page.errors
@@ -116,7 +118,8 @@ def test_candidate_and_problem_charts_draw_their_points(
     assert drawn["xtitle"] == "arithmetic intensity (FLOP/byte)" and drawn["ytitle"] == "TFLOP/s"
     point = next(t for t in drawn["data"] if t["x"] == [0.5])
     assert point["y"] == [1.5]  # the candidate's measured position
-    assert page.evaluate("document.getElementById('candidate-roofline')._fullLayout.xaxis.type") == "log"
+    assert page.evaluate(
+        "document.getElementById('candidate-roofline')._fullLayout.xaxis.type") == "log"
     label = hover_text(page, "#candidate-roofline .scatterlayer .trace:nth-child(3) .points path")
     assert "candidate 2" in label and "0.500 FLOP/B" in label and "1.50 TFLOP/s" in label
     assert_only_partial_plotly(scripts, CHARTS_BUNDLE)
@@ -176,7 +179,8 @@ def test_live_session_tree_draws_and_streams_with_its_bundle(
     assert tree["data"][2]["y"] == [0, 1, 2]  # the nodes' depths
     if tree_trace == "scatter":
         assert tree["markers"] >= 3
-        label = hover_text(page, "#tree-plot .scatterlayer .trace:nth-child(3) .points path:nth-child(3)")
+        label = hover_text(
+            page, "#tree-plot .scatterlayer .trace:nth-child(3) .points path:nth-child(3)")
         assert "× eager 2.00" in label
     else:
         assert page.locator("#tree-plot canvas").count() > 0

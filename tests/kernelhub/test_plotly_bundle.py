@@ -16,7 +16,8 @@ from django.contrib.staticfiles import finders
 from kernelhub import charts
 
 VENDOR = Path(settings.BASE_DIR) / "static" / "vendor" / "plotly"
-BANNER = re.compile(r"plotly\.js v(?P<version>[\d.]+) \(MIT, Plotly, Inc\.\): traces (?P<traces>[a-z0-9, ]+);")
+BANNER = re.compile(
+    r"plotly\.js v(?P<version>[\d.]+) \(MIT, Plotly, Inc\.\): traces (?P<traces>[a-z0-9, ]+);")
 
 
 def bundle_banner(name: str) -> re.Match:
@@ -48,7 +49,8 @@ def test_full_bundle_is_not_a_static_file_and_no_template_asks_for_it():
         assert "plotly.min.js" not in template.read_text(), template
     assert finders.find("vendor/plotly/plotly-charts.min.js")
     assert finders.find("vendor/plotly/plotly-charts-gl.min.js")
-    assert bundle_traces("plotly-charts-gl.min.js") == bundle_traces("plotly-charts.min.js") | {"scattergl"}
+    assert bundle_traces("plotly-charts-gl.min.js") == \
+        bundle_traces("plotly-charts.min.js") | {"scattergl"}
 
 
 def test_every_server_built_figure_uses_a_trace_type_of_the_charts_bundle():
