@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: run test test-postgres worker worker-gpu chroma migrate seed bench clean
+.PHONY: run test test-postgres worker worker-gpu chroma migrate seed bench plotly-bundle clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -66,6 +66,11 @@ chroma: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks $(BENCH_ARGS)
+
+# Rebuild static/vendor/plotly/ (committed; needs node and npm) after a plotly upgrade or when a
+# page draws a new trace type: tests/kernelhub/test_plotly_bundle.py says when.
+plotly-bundle:
+	cd tools/plotly_bundle && npm ci --no-audit --no-fund && npm run build
 
 clean:
 	rm -rf var/staticfiles .pytest_cache

@@ -2,7 +2,8 @@
 
 Each function takes the rows a selector returned and gives a `plotly.graph_objects.Figure`
 (or None when there is nothing to draw: the page shows its empty state instead). The page
-draws it with the bundled plotly.min.js (static/js/charts.js)."""
+draws it with static/vendor/plotly/plotly-charts.min.js, a Plotly of only scatter and bar
+(static/js/charts.js); a new trace type here needs `make plotly-bundle` (a test says so)."""
 
 from __future__ import annotations
 

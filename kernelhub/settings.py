@@ -324,14 +324,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 
-def _plotly_bundle_dir() -> str:
-    # Serve the plotly.min.js that ships inside the plotly package (no CDN anywhere).
-    import plotly
-
-    return str(Path(plotly.__file__).resolve().parent / "package_data")
-
-
-STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", _plotly_bundle_dir())]
+# Plotly is served from static/vendor/plotly/: bundles of only the trace types the pages draw
+# (tools/plotly_bundle builds them, pinned to the plotly.js the `plotly` package targets), not
+# the package's full 4.8 MB plotly.min.js (issue 32).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = KERNELHUB_DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 # Static files: WhiteNoise (in MIDDLEWARE, so it serves under Daphne through the ASGI app as

@@ -21,7 +21,7 @@ from knowledge.fusion import reciprocal_rank_fusion
 from knowledge.lexical import BM25Index
 from knowledge.models import GENERIC_HARDWARE, Category, Chunk, Document
 from knowledge.retrieval_text import context_text
-from knowledge.selectors import KnowledgeScope, and_where, document_filter_rows
+from knowledge.scope import KnowledgeScope, and_where
 
 CANDIDATES = 50  # depth of each ranking before fusion
 # Chroma's metadata filter ($contains on the hardware list) costs 70-100 ms at 50,000
@@ -146,7 +146,9 @@ def allowed_documents(scope: KnowledgeScope, hardware: str | None,
     for an operator's unfiltered query)."""
     if scope.everything and not hardware and not categories:
         return None
-    return frozenset(pk for pk, tags, category in document_filter_rows(scope=scope)
+    indexed = (Document.objects.filter(scope.q(), status=Document.Status.READY)
+               .values_list("pk", "hardware", "category"))
+    return frozenset(pk for pk, tags, category in indexed
                      if _matches(set(tags or []), category, hardware, categories))
 
 
@@ -185,7 +187,7 @@ def retrieve(query: str, hardware: str | None = None, categories: list[str] | No
     (plus vendor-neutral ones tagged "generic") in `categories`; best first.
 
     `scope` is required: pages, the API and sessions pass the reader's
-    (knowledge.selectors.KnowledgeScope); operator tools pass KnowledgeScope.ALL."""
+    (knowledge.scope.KnowledgeScope); operator tools pass KnowledgeScope.ALL."""
     if not isinstance(scope, KnowledgeScope):
         raise TypeError("retrieve() needs a KnowledgeScope (KnowledgeScope.ALL for operator tools)")
     query = query.strip()

@@ -9,69 +9,16 @@ page, API endpoint and session context asks through a `KnowledgeScope`; foreign 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from kernelhub.teams.selectors import team_ids_for_user
 from knowledge.models import Chunk, Document, Skill, SkillUse
+from knowledge.scope import KnowledgeScope, and_where
 
 if TYPE_CHECKING:
     from knowledge.retrieval import RetrievedChunk
-
-# Chroma metadata value of `team_id` for rows no team owns (team primary keys start at 1).
-NO_TEAM = 0
-
-
-@dataclass(frozen=True)
-class KnowledgeScope:
-    """Which documents and skills a reader may see."""
-
-    team_ids: tuple[int, ...] = ()
-    unassigned: bool = False  # rows without a team (staff and superusers only)
-    everything: bool = False  # operator tools (management commands, benchmarks)
-
-    ALL: ClassVar["KnowledgeScope"]
-
-    @classmethod
-    def for_user(cls, user) -> "KnowledgeScope":
-        if user is None or not user.is_authenticated:
-            return cls()
-        staff = bool(getattr(user, "is_staff", False) or getattr(user, "is_superuser", False))
-        return cls(team_ids=tuple(team_ids_for_user(user)), unassigned=staff)
-
-    @classmethod
-    def for_teams(cls, team_ids, *, unassigned: bool = False) -> "KnowledgeScope":
-        return cls(team_ids=tuple(int(t) for t in team_ids if t is not None), unassigned=unassigned)
-
-    def q(self) -> Q:
-        """The rows (documents or skills) in scope, as a filter on their own fields."""
-        if self.everything:
-            return Q()
-        visible = Q(shared=True) | Q(team_id__in=self.team_ids)
-        return visible | Q(team__isnull=True) if self.unassigned else visible
-
-    def chroma_where(self) -> dict | None:
-        """The same rule on Chroma metadata (`team_id`, `shared`), for chunks and skills."""
-        if self.everything:
-            return None
-        ids = [*self.team_ids, *([NO_TEAM] if self.unassigned else [])]
-        if not ids:
-            return {"shared": True}
-        return {"$or": [{"team_id": {"$in": ids}}, {"shared": True}]}
-
-
-KnowledgeScope.ALL = KnowledgeScope(everything=True)
-
-
-def and_where(*clauses: dict | None) -> dict | None:
-    """Chroma `where` clauses combined with $and (None ones dropped)."""
-    present = [c for c in clauses if c]
-    if not present:
-        return None
-    return present[0] if len(present) == 1 else {"$and": present}
 
 
 # --- documents -------------------------------------------------------------------------------
@@ -104,12 +51,6 @@ def document_find_duplicate(content_hash: str, *, team=None) -> Document | None:
 
 def chunk_list(document: Document) -> QuerySet[Chunk]:
     return document.chunks.order_by("ordinal")
-
-
-def document_filter_rows(*, scope: KnowledgeScope) -> list[tuple[int, list[str], str]]:
-    """(id, hardware tags, category) of the indexed documents in scope, for retrieval."""
-    return list(document_list(scope=scope, status=Document.Status.READY)
-                .values_list("pk", "hardware", "category"))
 
 
 def passage_search(*, scope: KnowledgeScope, query: str, hardware: str | None = None,

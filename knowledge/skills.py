@@ -115,7 +115,7 @@ def skill_prior(skill) -> SkillPrior:
 
 
 def skill_metadata(skill) -> dict[str, Any]:
-    # team_id 0: no team owns it (knowledge.selectors.NO_TEAM); scoped queries filter on it.
+    # team_id 0: no team owns it (knowledge.scope.NO_TEAM); scoped queries filter on it.
     return {"skill_id": skill.pk, "hardware": skill.hardware, "family": skill.family,
             "transformation": skill.transformation, "retired": skill.retired,
             "team_id": skill.team_id or 0, "shared": bool(skill.shared)}

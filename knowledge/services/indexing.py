@@ -19,7 +19,7 @@ from knowledge.embeddings import model_id
 from knowledge.errors import KnowledgeInputError
 from knowledge.ingestion import IngestProgress, PreparedDocument, prepare
 from knowledge.models import Chunk, Document
-from knowledge.selectors import NO_TEAM
+from knowledge.scope import NO_TEAM
 from knowledge.services.access import require_role
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from knowledge import store
 from knowledge.embeddings import embed
 from knowledge.errors import KnowledgeInputError
 from knowledge.models import Skill, SkillUse
-from knowledge.selectors import NO_TEAM, KnowledgeScope
+from knowledge.scope import NO_TEAM, KnowledgeScope
 from knowledge.services.access import audit, require_role, user_may
 from knowledge.skills import (
     MERGE_SIMILARITY, SkillDraft, skill_drafts, skill_metadata, skill_text, skill_title,

@@ -52,20 +52,32 @@ class ResidentDrive:
     def drive(self, phases: dict, phase) -> object:
         run, ref = self.run, self.ref
         n = ref.trial_count
-        trials, evidence, outputs, references = [], [], [], []
+        # Set ids are a random permutation and the ghost replay is an ordinary call at a
+        # random place among the trials (as on the copying path): nothing tells it apart.
+        ids = secrets.SystemRandom().sample(range(n + 1), n + 1)
+        ghost_at = self._ghost_position(n) if run.config.ghost_replay else None
+        trials, evidence, outputs, references, ghost = [], [], [], [], None
         with self.link.slots:
             try:
-                for index in range(n):
-                    self._open(index, index)
-                    if index == 0:
+                for position in range(n + 1):
+                    is_ghost = position == ghost_at
+                    index = n if is_ghost else position - (ghost_at is not None
+                                                           and position > ghost_at)
+                    if index >= n and not is_ghost:
+                        break
+                    self._open(index, ids[index])
+                    if position == 0:  # compile before the first call, whichever it is
                         with self._timed("compile"):
-                            warm = run._warm(self.session, index)
+                            warm = run._warm(self.session, ids[index])
                         if warm is not None:
-                            return run._failed(warm, phases, index)
-                    reply = self._call("call", index)
+                            return run._failed(warm, phases, 0)
+                    if is_ghost:
+                        ghost = self._ghost(ids[n])
+                        continue
+                    reply = self._call(ids[index])
                     if not reply.get("ok"):
                         return run._failed(reply, phases, index)
-                    judged, samples = self._judge(index, reply, compare=index)
+                    judged, samples = self._judge(ids[index], reply, compare=index)
                     evidence.append({"trial": index, **reply["evidence"],
                                      "mutations": judged["mutations"],
                                      "torch_answer_moved": judged.get("torch_answer_moved", 0)})
@@ -74,27 +86,32 @@ class ResidentDrive:
                     outputs.append(samples[:split])
                     references.append(samples[split:])
                     if index < n - ref.timing_sets:  # the last ones stay for timing,
-                        self._drop(index)            # so one trial is open at a time
+                        self._drop(ids[index])       # so one trial is open at a time
                 phase("correctness")
                 report = {"trials": evidence, "phases": phases, "correctness": trials,
                           "outputs": outputs, "sampled_references": references,
                           "timing": dict(ref.baselines), "resident_steps": self.steps}
+                if ghost is not None:
+                    report["ghost"] = ghost
                 if all(t.passed for t in trials):
                     self._timed_checks(report)
                     phase("timing")
                     run._profile(self.session, report, sorted(self.handles))
                     phase("profile")
-                    for index in list(self.handles):
-                        self._drop(index)
-                    if run.config.ghost_replay:
-                        report["ghost"] = self._ghost()
-                        phase("ghost")
             finally:
-                for index in list(self.handles):
-                    self._drop(index, candidate=False)
+                for as_set in list(self.handles):
+                    self._drop(as_set, candidate=False)
         report["open_max"] = self.open_max
         report["reference_device_memory"] = self.reference_memory
         return report
+
+    def _ghost_position(self, n: int) -> int:
+        """Where the ghost call goes among the n trials. Large trials (the timing keeps
+        fewer than all of them) put it before any trial held for the timing, so a second
+        trial is never open beside another: peak memory stays one trial's."""
+        held = self.ref.timing_sets
+        last = n if held >= n else n - held
+        return secrets.randbelow(last + 1)
 
     # -- trials
     def _open(self, index: int, as_set: int) -> None:
@@ -120,11 +137,12 @@ class ResidentDrive:
                 reply, _ = self.link.ask("close", {"handle": handle})
                 self.reference_memory = reply.get("device_memory")
 
-    def _call(self, kind: str, as_set: int) -> dict:
-        with self._timed(kind):
+    def _call(self, as_set: int, ghost: bool = False) -> dict:
+        """One call; every call's header has the same fields (the ghost's too)."""
+        with self._timed("ghost" if ghost else "call"):
             probe = secrets.randbits(62) + 1
-            reply, _ = self.run._request(self.session, kind, {
-                "set": as_set, "share": True, "ghost": kind == "ghost", "probe": probe},
+            reply, _ = self.run._request(self.session, "call", {
+                "set": as_set, "share": True, "ghost": ghost, "probe": probe},
                 max_reply_fds=wire.MAX_FDS)
             reply["probe"] = probe
         if not reply.get("ok"):
@@ -179,18 +197,22 @@ class ResidentDrive:
                 consistency.append({"trial": which, "rel_norm_diff": judged["distances"][0]})
         finally:
             wire.close_fds(fds[offset:])
-        after = self._call("call", sets[0])
+        after = self._call(sets[0])
         distance = (self._judge(sets[0], after)[0]["distances"][0] if after.get("ok")
                     else float("inf"))
         consistency.append({"trial": sets[0], "after_timing": True, "rel_norm_diff": distance})
         report["timed_consistency"] = consistency
 
     # -- the ghost replay, on a trial the candidate has never seen
-    def _ghost(self) -> dict:
-        ghost_index = self.ref.trial_count  # the plan's last entry: the ghost's seed
-        ghost_set = 1_000_000
-        self._open(ghost_index, ghost_set)
-        reply = self._call("ghost", ghost_set)
+    def _ghost(self, ghost_set: int) -> dict:
+        """The ghost's set is open (the plan's last entry: the ghost's seed); judged, then
+        dropped at once."""
+        try:
+            return self._ghost_verdict(ghost_set, self._call(ghost_set, ghost=True))
+        finally:
+            self._drop(ghost_set)
+
+    def _ghost_verdict(self, ghost_set: int, reply: dict) -> dict:
         if not reply.get("ok"):
             return {"passed": False, "failed": True,
                     "note": f"raised: {reply.get('message', '')[:200]}"}
@@ -219,6 +241,6 @@ def _sample_indices(shapes: list[list[int]], count: int) -> dict[str, list[int]]
     trial (so trials can be compared with each other)."""
     import math
 
-    from search_engine.evaluation.pipeline import _random_indices
+    from search_engine.evaluation.timed_checks import _random_indices
 
     return {str(math.prod(s)): _random_indices(math.prod(s), count).tolist() for s in shapes}

@@ -12,7 +12,7 @@ a memory limit) come from `isolation`; this module falls back to a process group
 rlimits and `unshare -n` where that module cannot run.
 
 The child's environment comes from `sandbox_environment`; warm single-use sessions from
-`sandbox_pool`.
+`sandbox_pool` (which imports this module; never the other way round).
 """
 
 from __future__ import annotations
@@ -44,16 +44,6 @@ __all__ = [  # the environment's names are re-exported: callers import them from
     "SandboxOutcome", "SandboxSession", "SandboxTimeout", "clean_environment", "make_workdir",
     "network_isolation_available", "redact", "run_sandboxed_command", "spawn",
 ]
-
-
-def __getattr__(name: str):
-    """`sandbox.SandboxPool`, its old home, resolved on first use: `sandbox_pool` imports
-    this module, so a top-level import here would be a cycle."""
-    if name == "SandboxPool":
-        from search_engine.evaluation.sandbox_pool import SandboxPool
-
-        return SandboxPool
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SandboxDied(RuntimeError):

@@ -11,10 +11,14 @@
  *   ~30 ms of script there, SVG ~190 ms) and with SVG when WebGL is software-rendered. While a
  *   redraw is expensive, redraws are spaced by twice its cost so the page keeps time for the
  *   user's clicks and scrolling.
+ * - Plotly is loaded by this script, not by the page: the build with scattergl only where the
+ *   tree is drawn with WebGL, else the lighter one the chart pages share (and cache). The
+ *   stream connects at once; drawing starts when Plotly has loaded.
  */
 (function () {
   "use strict";
 
+  const BUNDLES = document.currentScript.dataset; // data-plotly-svg, data-plotly-webgl
   const cfg = JSON.parse(document.getElementById("session-config").textContent);
   const STATUS_COLORS = {
     correct: "#3ecf8e", incorrect: "#ff6b6b", hack_suspected: "#ffb347",
@@ -216,11 +220,12 @@
   }
 
   // --- drawing, once per frame ---------------------------------------------------------------
+  let plotlyReady = false;
   let frameRequested = false;
   let lastTreeCost = 0;
   let lastRenderEnd = 0;
   function scheduleRender() {
-    if (frameRequested) return;
+    if (frameRequested || !plotlyReady) return;
     frameRequested = true;
     const wait = lastRenderEnd + 2 * lastTreeCost - performance.now();
     if (wait > 0 && lastTreeCost > 16) setTimeout(() => requestAnimationFrame(render), Math.min(wait, 500));
@@ -574,8 +579,23 @@
     });
   }
 
-  state.treeDirty = true;
-  Promise.resolve(drawTree()).then(wireClicks);
-  drawBest();
-  connect();
+  function loadPlotly() {
+    if (window.Plotly) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = TREE_TRACE === "scattergl" ? BUNDLES.plotlyWebgl : BUNDLES.plotlySvg;
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`could not load ${script.src}`));
+      document.head.appendChild(script);
+    });
+  }
+
+  connect(); // the stored events replay while Plotly loads
+  loadPlotly().then(() => {
+    plotlyReady = true;
+    state.treeDirty = true;
+    Promise.resolve(drawTree()).then(wireClicks);
+    drawBest();
+    scheduleRender();
+  });
 })();

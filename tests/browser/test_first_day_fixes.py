@@ -51,8 +51,8 @@ def test_plotly_is_served_compressed_hashed_and_cached(page, live_server_process
     page.goto(f"{server.url}/sessions/{pk}/")
     page.wait_for_function("window.Plotly !== undefined")
     plotly = next(r for r in responses if r.url.endswith(".js"))
-    assert plotly.url.rsplit("/", 1)[1].startswith("plotly.min.") and \
-        plotly.url.rsplit("/", 1)[1] != "plotly.min.js"  # hashed name
+    assert plotly.url.rsplit("/", 1)[1].startswith("plotly-charts.min.") and \
+        plotly.url.rsplit("/", 1)[1] != "plotly-charts.min.js"  # hashed name
     headers = plotly.all_headers()
     assert headers.get("content-encoding") in ("gzip", "br")
     assert "max-age=315360000" in headers["cache-control"] and "immutable" in headers["cache-control"]

@@ -142,7 +142,8 @@ def test_live_page_carries_config_and_local_assets(client, alpha_session):
     session = alpha_session["session"]
     page = client.get(reverse("optimization:session_detail", args=[session.pk])).content.decode()
     assert 'id="session-config"' in page and f"/ws/sessions/{session.pk}/" in page
-    assert "plotly/plotly.min.js" in page and "js/session_live.js" in page
+    assert "vendor/plotly/plotly-charts.min.js" in page and "js/session_live.js" in page
+    assert "vendor/plotly/plotly-charts-gl.min.js" in page  # loaded where the tree uses WebGL
     assert "https://" not in page and "cdn" not in page.lower()
     for element in ("tree-plot", "best-plot", "roofline-plot", "event-log", "progress-bar",
                     "throughput"):
@@ -153,7 +154,8 @@ def test_live_page_carries_config_and_local_assets(client, alpha_session):
 def test_static_scripts_are_found_locally():
     from django.contrib.staticfiles import finders
 
-    for path in ("plotly/plotly.min.js", "js/session_live.js", "css/pages.css"):
+    for path in ("vendor/plotly/plotly-charts.min.js", "vendor/plotly/plotly-charts-gl.min.js",
+                 "js/session_live.js", "css/pages.css"):
         assert finders.find(path), path
 
 

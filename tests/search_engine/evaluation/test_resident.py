@@ -265,3 +265,57 @@ def test_setup_counts_flops_without_a_whole_trial_forward(tmp_path, forward, exp
         assert reply["flops"] == expected_flops and reply["output_shapes"] == [[8, 16]]
     else:
         assert reply["flops"] > 0
+
+
+# -- the ghost replay on shared buffers: an ordinary call at a place the parent draws ----------
+
+@pytest.fixture
+def resident_calls(monkeypatch):
+    """The header of every `call` request the parent sends to the candidate's sandbox."""
+    from search_engine.evaluation.candidate_run import CandidateRun
+
+    calls, request = [], CandidateRun._request
+
+    def spy(self, session, kind, header=None, *args, **kwargs):
+        if kind in ("call", "ghost"):
+            calls.append((kind, dict(header or {})))
+        return request(self, session, kind, header, *args, **kwargs)
+
+    monkeypatch.setattr(CandidateRun, "_request", spy)
+    return calls
+
+
+@pytest.mark.parametrize("place", [0, 2, 5])
+def test_ghost_is_an_ordinary_call_at_the_drawn_place(run_resident, resident_calls,
+                                                      monkeypatch, place):
+    from search_engine.evaluation import resident
+
+    monkeypatch.setattr(resident.secrets, "randbelow", lambda bound: min(place, bound - 1))
+    r = run_resident(candidate("clean_softmax"))
+    assert r.status == "correct", r.message
+    trials = 5  # fast_config's
+    kinds = {kind for kind, _ in resident_calls}
+    assert kinds == {"call"}, kinds  # no request kind of its own
+    first = resident_calls[:trials + 1]  # the trials and the ghost, before any timing
+    assert [h["ghost"] for _, h in first].index(True) == place
+    assert {frozenset(h) for _, h in first} == {frozenset(first[0][1])}  # same fields
+    assert sorted(h["set"] for _, h in first) == list(range(trials + 1))  # no marked set id
+
+
+def test_large_trials_keep_the_ghost_before_the_timed_ones(run_resident, monkeypatch):
+    from search_engine.evaluation import resident
+
+    monkeypatch.setattr(resident.secrets, "randbelow", lambda bound: bound - 1)  # the latest
+    r = run_resident(candidate("clean_softmax"), resident_timing_bytes=0)
+    assert r.status == "correct", r.message
+    assert r.diagnostics["resident_trials_open_max"] == 1
+
+
+@pytest.mark.parametrize("name", ["ghost_probe_raise", "ghost_probe_wrong", "ghost_nan_probe",
+                                  "ghost_recorder_attribute"])
+def test_a_candidate_that_spots_the_ghost_is_caught_on_shared_buffers(run_resident, name):
+    from .test_evaluator_v3 import source
+
+    r = run_resident(source(name), static_checks=False)
+    assert r.status == "hack_suspected", (name, r.status, r.message)
+    assert r.reward == 0

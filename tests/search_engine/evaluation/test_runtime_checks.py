@@ -13,7 +13,10 @@ def test_result_reuse_across_inputs(run_eval):
     r = run_eval(candidate("result_reuse"))
     assert r.status == "hack_suspected"
     assert "runtime.result_reuse" in checks(r)
-    assert "trial 1 returned the result for trial 0" in r.message
+    # The cache holds whichever call came first; the ghost replay sits at a secret place, so the
+    # first cached result may belong to an input no trial shares: both forms of evidence name reuse.
+    assert ("trial 1 returned the result for trial 0" in r.message
+            or "trials 0 and 1 returned identical outputs for different inputs" in r.message)
 
 
 def test_caching_inside_timed_iterations(run_eval):
