@@ -15,7 +15,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-from search_engine.problem_probe import ProbeFailed, error_text, run_probe
+from search_engine import problem_probe  # its names read at call time (tests stand in for them)
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown
@@ -58,13 +58,13 @@ def _probe_analysis(problem_source: str, timeout_s: float, memory_bytes: int) ->
             _PROBED.move_to_end(key)
             return _PROBED[key]
     try:
-        payload = run_probe(problem_source, "analyze", timeout_s=timeout_s,
-                            memory_bytes=memory_bytes).payload
+        payload = problem_probe.run_probe(problem_source, "analyze", timeout_s=timeout_s,
+                                          memory_bytes=memory_bytes).payload
         if not payload["ok"]:
             raise CoverageUnknown(f"coverage unknown: the problem failed while being "
-                                  f"analyzed: {error_text(payload)}")
+                                  f"analyzed: {problem_probe.error_text(payload)}")
         checked = _check_payload(payload)
-    except ProbeFailed as exc:
+    except problem_probe.ProbeFailed as exc:
         raise CoverageUnknown(f"coverage unknown: the sandboxed analysis {exc}") from None
     with _PROBED_LOCK:
         _PROBED[key] = checked
