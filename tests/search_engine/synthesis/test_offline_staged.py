@@ -16,7 +16,7 @@ from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
 from search_engine.synthesis.offline.frontend.trace import trace_module
 from search_engine.synthesis.offline.plan.classify import analysis_from_json
-from search_engine.synthesis.offline.writers import staged
+from search_engine.synthesis.offline.spaces import staged
 
 from .conftest import load_problem, run_candidate
 
