@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from search_engine.cli_args import add_isolation_argument, parse_sizes, with_isolation
+from search_engine.search.config import GPU_SCREEN
 from search_engine.search.cli_output import (
     ProgressBar, outcome_json, print_suite_rows, print_summary, suite_report, suite_row,
 )
@@ -168,17 +169,14 @@ def make_executor(args):
     return LocalExecutor(max_workers=max(1, args.parallel), config=config)
 
 
-GPU_SCREEN = 64  # configurations per expansion on a GPU (--screen auto)
-
-
 def screen_count(args) -> int:
-    """--screen as a number: auto is off on the interpreter (CPU runs stay small) and
-    GPU_SCREEN on a GPU target."""
+    """--screen as a number; auto is `default_screen` for the target."""
     from search_engine.hardware import get_target
+    from search_engine.search.config import default_screen
 
     value = str(getattr(args, "screen", "auto") or "auto")
     if value == "auto":
-        return 0 if get_target(args.target).is_interpreter else GPU_SCREEN
+        return default_screen(get_target(args.target).is_interpreter)
     try:
         count = int(value)
     except ValueError:

@@ -11,6 +11,14 @@ from search_engine.search import credit
 RUNNING, PAUSED, COMPLETED, CANCELLED_STATUS, FAILED = (
     "running", "paused", "completed", "cancelled", "failed")
 
+GPU_SCREEN = 64  # configurations screened per expansion on a GPU target by default
+
+
+def default_screen(is_interpreter: bool) -> int:
+    """Screening per expansion when nobody chose: off on the interpreter (CPU runs stay
+    small; its timings rank nothing), GPU_SCREEN on a GPU."""
+    return 0 if is_interpreter else GPU_SCREEN
+
 
 @dataclass
 class SearchConfig:

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from search_engine.search.cli_commands import GPU_SCREEN, screen_count, time_limit
+from search_engine.search.cli_commands import screen_count, time_limit
+from search_engine.search.config import GPU_SCREEN
 
 from .conftest import LIBRARY
 from .test_cli_optimize_suite import cli
