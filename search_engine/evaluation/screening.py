@@ -29,6 +29,7 @@ the best screened configurations to it.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import secrets
 import shutil
@@ -139,9 +140,12 @@ def screen(problem_source: Problem | str | Path, sources: list[str],
                 chunks = _chunks(todo, workers or _default_workers(hw, len(todo)))
                 result.sandboxes = len(chunks)
                 with ThreadPoolExecutor(len(chunks), thread_name_prefix="kernelhub-screen") as pool:
-                    for screened in pool.map(
-                            lambda chunk: _screen_chunk(chunk, reference, sandbox_pool), chunks):
-                        done.update(screened)
+                    # each lane in a copy of this context: a cancel (the executor's scope)
+                    # reaches the sandboxes the lanes take
+                    lanes = [pool.submit(contextvars.copy_context().run, _screen_chunk, chunk,
+                                         reference, sandbox_pool) for chunk in chunks]
+                    for lane in lanes:
+                        done.update(lane.result())
         finally:
             if reference_cache is None and reference.link is not None:
                 reference.link.close()

@@ -83,3 +83,26 @@ def test_resident_screening_spot_checks_in_the_problems_sandbox(tiny_softmax):
     assert wrong.reason.startswith("incorrect: trial "), wrong.reason
     assert "runtime.harness_patch" in forged.reason, forged.reason
     assert clean.passed and clean.median_ms > 0, clean.reason
+
+
+def test_a_cancelled_screening_kills_the_sandboxes_of_its_lanes(tiny_softmax):
+    """The executor's cancel reaches sandboxes the screening's lanes took (their threads
+    run in the cancelled evaluation's context): the hanging configuration ends now, not
+    after its 300 s."""
+    import time
+
+    from search_engine.evaluation.executor import LocalExecutor
+    from search_engine.protocols import ScreenRequest
+
+    with LocalExecutor(max_workers=1, config=EvaluationConfig(ncu="off"),
+                       warm_sandboxes=False) as executor:
+        first = executor.screen(ScreenRequest(tiny_softmax, [CLEAN], "interpreter"))
+        assert first.result().configurations[0].passed  # the reference is cached now
+        future = executor.screen(ScreenRequest(tiny_softmax, [candidate("hang"), CLEAN],
+                                               "interpreter", timeout_s=300))
+        while not future.running():
+            time.sleep(0.05)
+        time.sleep(1.0)  # most likely inside the hanging call; any stage must end alike
+        executor.cancel(future)
+        hung, after = future.result(timeout=120).configurations
+    assert not hung.passed and not after.passed  # every sandbox it takes is killed
