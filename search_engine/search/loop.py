@@ -29,6 +29,11 @@ to ``paused`` with the reason and HTTP status; it tries again on a schedule
 endpoint answers. Evaluations in flight go on meanwhile. Every request's tokens and cost
 count, also those of rejected and failed attempts (``synthesis_failed`` events).
 
+Screening (``screen``, screening_steps.py): a local synthesizer's step proposes a family of
+configurations, the executor screens them in a warm sandbox (spot-check and a short timing)
+and only the fastest ``screen_finalists`` are evaluated; the rest are ``screened`` nodes,
+which never count as evaluations and never become the best.
+
 Termination: ``budget`` evaluations, ``max_seconds`` wall clock, ``max_cost_usd`` (LLM), a
 plateau (no best-reward gain above ``plateau_epsilon`` in ``plateau_window`` evaluations),
 the synthesizer running out of new candidates, or cancel().
