@@ -39,8 +39,9 @@ class ScreeningSteps:
     def _screen_family(self, parent_id: int, proposals: list[Proposal],
                        finalists: int) -> list[dict[str, Any]] | None:
         """Each proposal's screening (origin["screen"]), the fastest `finalists` that passed
-        marked `finalist`; None when the screening could not run or was stopped (the caller
-        then fully evaluates as without screening, or makes nothing)."""
+        (the first ones when none passed) marked `finalist`; [] when the screening could not
+        run (the caller fully evaluates as without screening), None when it was stopped (the
+        caller makes nothing)."""
         request = ScreenRequest(problem_source=self.problem_source,
                                 sources=[p.source for p in proposals], target=self.target.name,
                                 precision_policy=self.config.precision_policy,
@@ -59,7 +60,10 @@ class ScreeningSteps:
             return []
         ranked = result.ranked()
         rank = {c.index: i + 1 for i, c in enumerate(ranked)}
-        chosen = {c.index for c in ranked[:finalists]}
+        # none passed: the first ones are evaluated anyway, so the tree learns the failure
+        # from a full verdict (its diagnosis drives the next moves) instead of stalling
+        chosen = {c.index for c in ranked[:finalists]} or set(range(min(finalists,
+                                                                           len(proposals))))
         screens = []
         for config in result.configurations:
             screen = {k: v for k, v in config.to_dict().items() if k != "index"}

@@ -87,3 +87,21 @@ def test_without_screening_support_every_child_is_evaluated_as_before():
     assert outcome.screened == 0
     assert not [n for n in runner.tree.nodes.values() if n.status == "screened"]
     assert outcome.evaluated == 4
+
+
+class FailingScreens(ScreeningExecutor):
+    def screen(self, request) -> Future:
+        self.screened.append(list(request.sources))
+        future: Future = Future()
+        future.set_result(ScreenResult([ScreenedConfiguration(i, False, "incorrect: scripted")
+                                        for i in range(len(request.sources))], request.target))
+        return future
+
+
+def test_when_no_configuration_passes_the_first_ones_are_still_fully_evaluated():
+    """A full verdict (with its diagnosis) is what the next step learns from."""
+    executor = FailingScreens()
+    runner, outcome = _run(executor, budget=3, children_per_step=1, screen=4)
+    assert outcome.evaluated == 3 and len(executor.screened) == 3
+    for family, request in zip(executor.screened, executor.requests):
+        assert request.candidate_source == family[0]
