@@ -46,15 +46,15 @@ class ScreeningSteps:
                                 sources=[p.source for p in proposals], target=self.target.name,
                                 precision_policy=self.config.precision_policy,
                                 timeout_s=self.config.screen_timeout_s)
-        future = self.executor.screen(request)
-        while not wait([future], timeout=0.25).done:
-            if self._cancel.is_set() or self._time_limit_reason():
-                cancel = getattr(self.executor, "cancel", None)
-                (cancel or (lambda f: f.cancel()))(future)
-                return None
         try:
+            future = self.executor.screen(request)
+            while not wait([future], timeout=0.25).done:
+                if self._cancel.is_set() or self._time_limit_reason():
+                    cancel = getattr(self.executor, "cancel", None)
+                    (cancel or (lambda f: f.cancel()))(future)
+                    return None
             result = future.result()
-        except Exception as exc:  # noqa: BLE001 - the problem or host: evaluate as before
+        except Exception as exc:  # noqa: BLE001 - the problem, host or executor: as before
             self.events.log(f"screening failed ({type(exc).__name__}: {exc}); the children "
                             "are fully evaluated instead", "warning")
             return []

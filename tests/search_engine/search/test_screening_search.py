@@ -105,3 +105,13 @@ def test_when_no_configuration_passes_the_first_ones_are_still_fully_evaluated()
     assert outcome.evaluated == 3 and len(executor.screened) == 3
     for family, request in zip(executor.screened, executor.requests):
         assert request.candidate_source == family[0]
+
+
+class BrokenScreens(ScreeningExecutor):
+    def screen(self, request) -> Future:
+        raise AttributeError("this executor's backend cannot screen")
+
+
+def test_an_executor_that_cannot_screen_falls_back_to_full_evaluations():
+    runner, outcome = _run(BrokenScreens(), budget=3, children_per_step=1, screen=4)
+    assert outcome.status == "completed" and outcome.evaluated == 3 and outcome.screened == 0
