@@ -71,6 +71,8 @@ from search_engine.search.tree import (
 )
 from search_engine.synthesis.base import NotCoveredError
 
+NEVER_EVALUATED = (REFERENCE, CANCELLED, PRUNED, SCREENED)  # applied as they are
+
 # Also the names callers import from here (config.py's, context_query).
 __all__ = ["SearchConfig", "SearchOutcome", "SearchRunner", "run_search", "context_query",
            "RUNNING", "PAUSED", "COMPLETED", "CANCELLED_STATUS", "FAILED"]
@@ -109,7 +111,7 @@ class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps)
         self._done: dict[int, EvaluationResult] = {}
         self._batches: list[list[int]] = []
         self._applied: set[int] = {n.id for n in self.tree.nodes.values()
-                                   if n.evaluated or n.status in (REFERENCE, CANCELLED, PRUNED, SCREENED)}
+                                   if n.evaluated or n.status in NEVER_EVALUATED}
         self._best_id = self.tree.best().id if self.tree.best() else None
         self._best_reward_for_plateau = float("-inf")
         self._since_improvement = 0

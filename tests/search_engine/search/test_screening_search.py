@@ -115,3 +115,18 @@ class BrokenScreens(ScreeningExecutor):
 def test_an_executor_that_cannot_screen_falls_back_to_full_evaluations():
     runner, outcome = _run(BrokenScreens(), budget=3, children_per_step=1, screen=4)
     assert outcome.status == "completed" and outcome.evaluated == 3 and outcome.screened == 0
+
+
+def test_a_rebuilt_search_keeps_screened_nodes_unevaluated():
+    _, first = _run(ScreeningExecutor(), budget=2, children_per_step=1, screen=4)
+    screened = {n["source"] for n in first.nodes if n["status"] == "screened"}
+    assert screened
+    executor = ScreeningExecutor()
+    runner = SearchRunner.from_nodes(first.nodes, problem_source("softmax"), "h200",
+                                     OfflineSynthesizer(), executor,
+                                     SearchConfig(seed=0, budget=4, children_per_step=1,
+                                                  screen=4), next_seq=1000)
+    outcome = runner.run()
+    assert outcome.evaluated == 4
+    assert not screened & {r.candidate_source for r in executor.requests}
+    assert outcome.screened == first.screened + sum(map(len, executor.screened))
