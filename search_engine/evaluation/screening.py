@@ -14,7 +14,7 @@ for each configuration:
   one call on a trial the parent drew         --->  outputs back
   compare with the reference (parent only)    <---
   timing, timed outputs and a call after it   --->  the full evaluation's `_timed_checks`
-  evidence: timers or harness replaced?       --->  yes: failed, and this sandbox is thrown away
+  evidence: timers, harness, threads?         --->  touched: failed, this sandbox thrown away
 
 The candidate's process never holds a reference output and decides nothing: the parent
 compares, and a configuration that patched the timers or the harness is failed and its
@@ -316,10 +316,11 @@ class _Lane:
         return verdict, reply["evidence"]["streams"]
 
     def _tampered(self, run: ScreenRun, session: SandboxSession) -> ScreenedConfiguration | None:
-        """A configuration that replaced the timers or the harness: failed, and the sandbox
-        is spoiled for the configurations after it."""
+        """A configuration that replaced the timers or the harness, or started threads (which
+        could slow the configurations after it): failed, and the sandbox is spoiled."""
         reply, _ = session.request("evidence")
-        flags = rc.check_timer_tampering(reply) + rc.check_harness_patch(reply)
+        flags = (rc.check_timer_tampering(reply) + rc.check_harness_patch(reply)
+                 + rc.check_threads(reply))
         if not flags:
             return None
         self.spoiled = True

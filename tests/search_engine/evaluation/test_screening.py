@@ -59,12 +59,16 @@ def test_a_configuration_cannot_find_the_reference_outputs(tiny_softmax, referen
 def test_a_forged_timing_fails_and_the_next_configuration_gets_a_clean_sandbox(
         tiny_softmax, references):
     forger = candidate("screening/forges_timing")
-    result = run_screen(tiny_softmax, [forger, CLEAN], references, static_checks=False)
-    forged, clean = result.configurations
+    threads = candidate("screening/starts_thread")
+    result = run_screen(tiny_softmax, [forger, CLEAN, threads, CLEAN], references,
+                        static_checks=False)
+    forged, clean, threaded, clean_again = result.configurations
     assert not forged.passed and forged.median_ms is None
     assert "runtime.harness_patch" in forged.reason and "on_time" in forged.reason
     assert "runtime.timer_patch" in forged.reason and "time.perf_counter" in forged.reason
     assert clean.passed and clean.median_ms > 1e-3, clean  # timed by an untouched harness
+    assert not threaded.passed and "runtime.thread_spawn" in threaded.reason, threaded.reason
+    assert clean_again.passed, clean_again.reason  # in a sandbox of its own
 
 
 def test_static_checks_fail_a_configuration_before_any_sandbox(tiny_softmax, references):
