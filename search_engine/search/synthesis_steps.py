@@ -120,7 +120,13 @@ class SynthesisSteps:
         self._failures = 0
         if self._outage is not None:
             self._outage_over()
-        for proposal in [p for p in proposals if p.pruned]:  # shown, never evaluated
+        pruned = [p for p in proposals if p.pruned]
+        if self._screening():  # a family of dozens: a step's worth shown, the rest counted
+            if len(pruned) > pending.count:
+                self.events.log(f"{len(pruned) - pending.count} more configurations of node "
+                                f"{pending.parent_id} do not fit the target (not shown)")
+            pruned = pruned[:pending.count]
+        for proposal in pruned:  # shown, never evaluated
             self._node_from(proposal, pending)
         proposals = [p for p in proposals if not p.pruned]
         nodes = self._screened_nodes(proposals, pending)

@@ -130,3 +130,28 @@ def test_a_rebuilt_search_keeps_screened_nodes_unevaluated():
     assert outcome.evaluated == 4
     assert not screened & {r.candidate_source for r in executor.requests}
     assert outcome.screened == first.screened + sum(map(len, executor.screened))
+
+
+class _ManyOverflowing(OfflineSynthesizer):
+    """The offline synthesizer, plus five configurations that never fit the target."""
+
+    def propose(self, request, n, rng):
+        proposals = super().propose(request, n, rng)
+        extra = [type(proposals[0])(source=proposals[0].source + f"\n# {rng.random()}\n",
+                                    transformation="stages_up", params={},
+                                    pruned="pruned.shared_memory: scripted")
+                 for _ in range(5)]
+        return proposals + extra
+
+
+def test_a_screened_family_shows_only_a_steps_worth_of_pruned_configurations():
+    executor = ScreeningExecutor()
+    runner = SearchRunner(problem_source("softmax"), "h200", _ManyOverflowing(), executor,
+                          SearchConfig(seed=0, budget=3, children_per_step=1, screen=6))
+    runner.run()
+    per_parent: dict = {}
+    for node in runner.tree.nodes.values():
+        if node.status == "pruned":
+            per_parent[node.parent_id] = per_parent.get(node.parent_id, 0) + 1
+    assert per_parent and max(per_parent.values()) <= len(executor.screened)
+    assert sum(per_parent.values()) == len(executor.screened)  # one per screened step
