@@ -41,7 +41,7 @@ from pathlib import Path
 from search_engine.evaluation.candidate_run import CandidateRun
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.integrity import runtime_checks as rc
-from search_engine.evaluation.pipeline import _reference, _require_device
+from search_engine.evaluation.pipeline import _reference, checked_request
 from search_engine.evaluation.reference import ReferenceCache, ReferenceData
 from search_engine.evaluation.result import TrialError
 from search_engine.evaluation.sandbox import (
@@ -50,9 +50,8 @@ from search_engine.evaluation.sandbox import (
     SandboxSession,
     SandboxTimeout,
 )
-from search_engine.evaluation.tolerances import check_policy
-from search_engine.hardware import HardwareTarget, get_target
-from search_engine.problems import Problem, ProblemError, load_problem
+from search_engine.hardware import HardwareTarget
+from search_engine.problems import Problem
 
 DEFAULT_SCREEN_TIMEOUT_S = 60.0  # per configuration
 
@@ -115,12 +114,7 @@ def screen(problem_source: Problem | str | Path, sources: list[str],
     exception."""
     started = time.monotonic()
     config = screening_config(config or EvaluationConfig())
-    problem = load_problem(problem_source)
-    hw = target if isinstance(target, HardwareTarget) else get_target(target)
-    check_policy(precision_policy)
-    if timeout_s <= 0:
-        raise ValueError("timeout must be positive")
-    _require_device(hw)
+    problem, hw = checked_request(problem_source, target, precision_policy, timeout_s)
     runs = [ScreenRun(problem, source, hw, precision_policy, timeout_s, config, index)
             for index, source in enumerate(sources)]
     done: dict[int, ScreenedConfiguration] = {}
