@@ -68,8 +68,12 @@ class LocalExecutor:
         return self.max_workers + 1 if interpreter else max(4, 2 * self.max_workers)
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
+        return self._cancellable(self._run_in, request)
+
+    def _cancellable(self, work, request) -> Future:
+        """`work(scope, request)` on a worker thread, its scope kept for `cancel`."""
         scope = CancelScope()
-        future = self._pool.submit(self._run_in, scope, request)
+        future = self._pool.submit(work, scope, request)
         with self._pools_lock:
             self._scopes[future] = scope
         future.add_done_callback(self._forget_scope)
@@ -80,12 +84,7 @@ class LocalExecutor:
         the shared reference and the same warm sandboxes as full evaluations. A problem or
         host that cannot run it raises from the future (`ProblemError`, `ValueError`,
         `DeviceUnavailable`): nothing was screened."""
-        scope = CancelScope()
-        future = self._pool.submit(self._screen_in, scope, request)
-        with self._pools_lock:
-            self._scopes[future] = scope
-        future.add_done_callback(self._forget_scope)
-        return future
+        return self._cancellable(self._screen_in, request)
 
     def _screen_in(self, scope: CancelScope, request: ScreenRequest):
         from search_engine.evaluation.screening import screen
