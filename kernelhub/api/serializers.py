@@ -79,7 +79,8 @@ class SessionSerializer(serializers.ModelSerializer):
         model = SearchSession
         fields = ["id", "team", "problem", "problem_name", "hardware", "strategy", "synthesizer",
                   "precision_policy", "budget_evaluations", "budget_minutes", "budget_cost_usd",
-                  "seed", "status", "status_message", "evaluated_count", "best_candidate",
+                  "seed", "status", "status_message", "evaluated_count", "screened_count",
+                  "best_candidate",
                   "best_speedup_vs_eager", "best_speedup_vs_compile", "llm_cost_usd",
                   "created_by", "created_at", "started_at", "finished_at",
                   "state", "state_label", "state_detail", "waiting_on_queue"]

@@ -129,17 +129,20 @@ def _require_launch_permission(session: SearchSession, user: AbstractBaseUser) -
 
 # --- what a running search records (the runner's recorder calls these) -----------------------
 
-NOT_EVALUATED_STATUSES = ("pending", "cancelled", "pruned")  # never evaluated
+NOT_EVALUATED_STATUSES = ("pending", "cancelled", "pruned", "screened")  # never evaluated
 
 
 def candidate_record_created(*, session: SearchSession, node: dict, parent_pk: int | None) -> int:
     """Store a new node of the search as a pending Candidate (or refresh it: a rebuilt loop
     re-announces its stored nodes); its LLM usage counts against the session. Returns the pk."""
     record = CandidateRecord.from_node(node)
-    candidate, _ = Candidate.objects.update_or_create(
+    candidate, created = Candidate.objects.update_or_create(
         session=session, node_id=str(record.node_id),
         defaults=candidate_created_fields(record, parent_pk))
     session_add_llm_usage(session, record.usage)
+    if created and record.origin.get("screen"):  # a re-announced node counted already
+        SearchSession.objects.filter(pk=session.pk).update(
+            screened_count=F("screened_count") + 1)
     return candidate.pk
 
 
