@@ -297,7 +297,7 @@ class _Lane:
         why) when the call failed."""
         if self.resident is not None:
             self.resident.run = run
-            reply = self.resident._call("call", self.set_id)
+            reply = self.resident._call(self.set_id)
             if not reply.get("ok"):
                 return None, _failure(reply)
             judged, _ = self.resident._judge(self.set_id, reply, compare=self.trial)
