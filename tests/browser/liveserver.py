@@ -13,6 +13,7 @@ way the runner does:
     {"cmd": "session", "session": pk}                          -> {"status": ..., "evaluated": ...}
     {"cmd": "propose", "candidate": pk}   (in the review queue)   -> {"review": review pk}
     {"cmd": "approve", "candidate": pk}   (proposed and approved)   -> {"kernel": review pk}
+    {"cmd": "create_document", "title": ..., ...Document fields}   -> {"document": pk}
 
 Users: "<team>-<role>" with password "pw-<role>" for teams alpha and beta (as tests/conftest.py).
 """
@@ -176,6 +177,17 @@ def _handle(command: dict) -> dict:
         kernel_approve(review=review, reviewer=users.get(username=f"{team}-reviewer"),
                        comment="approved by the test")
         return {"kernel": review.pk}
+    if command["cmd"] == "create_document":
+        from knowledge.models import Document
+
+        fields = {k: v for k, v in command.items() if k not in ("cmd", "team")}
+        document = Document.objects.create(
+            team=Team.objects.get(name=command.get("team", "alpha")),
+            **({"kind": "markdown", "size_bytes": 1, "stored_path": "none",
+                "category": "hardware-specific", "hardware": [], "status": "ready",
+                "filename": f"{fields.get('title', 'doc')}.md",
+                "content_hash": fields.get("title", "doc")} | fields))
+        return {"document": document.pk}
     if command["cmd"] == "publish":
         session = SearchSession.objects.get(pk=command["session"])
         seqs, published = [], []
