@@ -110,7 +110,7 @@ def measure_launch(server, browser, runs: int) -> dict:
             print(f"  launch ({case[:-2]}): {timings[case][-1]:.2f} s")
             if page.locator("#btn-cancel").count():  # the next launch runs on an idle server
                 page.click("#btn-cancel")
-                page.wait_for_selector("#controls:not(:has(#btn-cancel))")
+                page.wait_for_selector("#controls:not(:has(#btn-cancel))", state="attached")
     page.close()
     return {case: {"n": len(v), "median": round(statistics.median(v), 2),
                    "max": round(max(v), 2)} for case, v in timings.items()}

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
@@ -131,6 +132,32 @@ def problems_offline_coverage_request_pending(problems: QuerySet | None = None) 
         Q(offline_coverage_state=Problem.Coverage.PENDING)
         | ~Q(offline_coverage_sha256=F("source_sha256")))
     return sum(problem_offline_coverage_request(problem) for problem in pending)
+
+
+def problems_offline_coverage_resume() -> int:
+    """The embedded server starts: checks a previous run of it had asked for died with it;
+    ask again for every problem without an answer (and queue the ones never asked)."""
+    Problem.objects.filter(offline_coverage_state=Problem.Coverage.PENDING).exclude(
+        offline_coverage_requested_at=None).update(offline_coverage_requested_at=None)
+    return problems_offline_coverage_request_pending()
+
+
+def coverage_checks_on_server_start() -> None:
+    """The web server process starts. In the embedded default it is where background work
+    runs: the problems' coverage checks start now (in a thread: the server does not wait),
+    not when someone first opens a problem. Distributed workers sweep for them instead."""
+    if placement.mode() == "embedded":
+        threading.Thread(target=_resume_coverage_checks, daemon=True,
+                         name="kernelhub-coverage-resume").start()
+
+
+def _resume_coverage_checks() -> None:
+    try:
+        logger.info("coverage checks asked for %d problems", problems_offline_coverage_resume())
+    except Exception:  # no database yet (before `migrate`): the pages ask later
+        logger.exception("could not ask for the problems' coverage checks")
+    finally:
+        connection.close()
 
 
 def problem_offline_coverage_compute(problem: Problem | int, *, force: bool = False) -> Problem:

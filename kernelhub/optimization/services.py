@@ -21,6 +21,7 @@ from kernelhub.optimization.problem_services import (  # noqa: F401  (re-exporte
     problem_offline_coverage_compute,
     problem_offline_coverage_request,
     problems_offline_coverage_request_pending,
+    problems_offline_coverage_resume,
 )
 from kernelhub.optimization.selectors import session_best_candidate
 from kernelhub.review.services import kernel_propose

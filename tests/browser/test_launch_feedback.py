@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import re
 import uuid
+from pathlib import Path
 
-UNCOVERED = b"""import torch
-import torch.nn as nn
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.sort(x, dim=-1).values
-def get_inputs():
-    return [torch.randn(8, 16)]
-def get_init_inputs():
-    return []
-"""
+UNCOVERED = (Path(__file__).parents[1] / "sorter_problem.py").read_bytes()
 
 
 def launch(page, server, budget: int = 1) -> int:

@@ -81,3 +81,16 @@ def test_the_new_session_form_asks_for_the_problems_it_offers(
     with django_capture_on_commit_callbacks() as queued:
         assert client.get(reverse("optimization:session_new")).status_code == 200
     assert len(queued) == 2
+
+
+def test_the_embedded_server_asks_again_at_start_for_checks_that_died_with_it(
+        teams, tiny_problem_source, django_capture_on_commit_callbacks):
+    from django.utils import timezone
+
+    lost = make_problem(tiny_problem_source, "asked-before-a-restart")
+    Problem.objects.filter(pk=lost.pk).update(offline_coverage_requested_at=timezone.now())
+    make_problem(tiny_problem_source, "never-asked")
+    make_problem(tiny_problem_source, "checked", covered=True)
+    with django_capture_on_commit_callbacks() as queued:
+        assert services.problems_offline_coverage_resume() == 2
+    assert len(queued) == 2

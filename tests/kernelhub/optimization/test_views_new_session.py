@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -11,20 +13,7 @@ from kernelhub.optimization.models import Problem, SearchSession
 
 pytestmark = pytest.mark.django_db
 
-UNCOVERED_PROBLEM = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.sort(x, dim=-1).values
-
-def get_inputs():
-    return [torch.randn(8, 16)]
-
-def get_init_inputs():
-    return []
-'''
+UNCOVERED_PROBLEM = (Path(__file__).parents[2] / "sorter_problem.py").read_text()
 
 
 @pytest.fixture
@@ -138,12 +127,16 @@ def test_an_uncovered_upload_launches_at_once_and_its_loop_fails_it_saying_why(
     assert SearchSession.objects.count() == 1
 
 
-def test_a_covered_problem_checked_by_the_loop_lets_the_search_start(
-        client, teams, hardware, library_problem, started):
+def launch_library_problem(client, teams, hardware, problem) -> SearchSession:
     login(client, "alpha", "engineer")
     client.post(reverse("optimization:session_new"), form_data(
-        hardware, team=teams["alpha"].pk, problem=library_problem.pk))
-    session = SearchSession.objects.get()
+        hardware, team=teams["alpha"].pk, problem=problem.pk))
+    return SearchSession.objects.get()
+
+
+def test_a_covered_problem_checked_by_the_loop_lets_the_search_start(
+        client, teams, hardware, library_problem, started):
+    session = launch_library_problem(client, teams, hardware, library_problem)
     assert session.status_message.startswith("checking whether")
     assert services.session_check_offline_coverage(session) is True
     session.refresh_from_db()
@@ -154,10 +147,7 @@ def test_a_covered_problem_checked_by_the_loop_lets_the_search_start(
 
 def test_a_session_cancelled_during_the_check_stays_cancelled(
         client, teams, hardware, library_problem, started):
-    login(client, "alpha", "engineer")
-    client.post(reverse("optimization:session_new"), form_data(
-        hardware, team=teams["alpha"].pk, problem=library_problem.pk))
-    session = SearchSession.objects.get()
+    session = launch_library_problem(client, teams, hardware, library_problem)
     services.session_cancel(SearchSession.objects.get(pk=session.pk),
                             teams["users"][("alpha", "engineer")])
     assert services.session_check_offline_coverage(session) is False
