@@ -11,10 +11,14 @@ from pathlib import Path
 UNCOVERED = (Path(__file__).parents[1] / "sorter_problem.py").read_bytes()
 
 
-def launch(page, server, budget: int = 1) -> int:
+def fill_form(page, budget: int = 1) -> None:
     page.select_option("#id_hardware", label="Interpreter (CPU)")
     page.select_option("#id_synthesizer", "offline")
     page.fill("#id_budget_evaluations", str(budget))
+
+
+def launch(page, server, budget: int = 1) -> int:
+    fill_form(page, budget)
     page.click("#launch")
     page.wait_for_url(re.compile(r".*/sessions/\d+/$"), timeout=60_000)
     return int(page.url.rstrip("/").rsplit("/", 1)[1])
@@ -46,7 +50,21 @@ def test_an_uncovered_upload_ends_its_session_with_the_reason(page, live_server_
     page.set_input_files("#id_problem_file", files=[
         {"name": "sorter.py", "mimeType": "text/x-python", "buffer": UNCOVERED}])
     page.fill("input[name=problem_name]", f"sorter-{uuid.uuid4().hex[:6]}")
-    launch(page, server)
+    fill_form(page)
+    # While the upload is checked in the sandbox the form says so: what the user saw at the
+    # submit is kept in sessionStorage (read after the navigation, whatever the speed).
+    page.evaluate("""document.getElementById('session-form').addEventListener('submit', () => {
+        const note = document.getElementById('launch-progress');
+        const button = document.getElementById('launch');
+        sessionStorage.setItem('seen', JSON.stringify({hidden: note.hidden,
+            note: note.textContent, disabled: button.disabled, label: button.textContent}));
+    })""")
+    page.click("#launch")
+    page.wait_for_url(re.compile(r".*/sessions/\d+/$"), timeout=60_000)
+    seen = page.evaluate("JSON.parse(sessionStorage.getItem('seen'))")
+    assert seen["hidden"] is False and seen["disabled"] is True
+    assert "Checking the uploaded problem in the sandbox" in seen["note"]
+    assert seen["label"] == "Launching…"
     page.wait_for_selector("#session-status[data-status=failed]", timeout=180_000)
     message = page.inner_text("#status-message")
     assert "offline synthesizer does not cover this problem" in message

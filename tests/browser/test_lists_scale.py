@@ -106,3 +106,18 @@ def test_documents_list_searches_and_pages_in_place(page, live_server_process, l
                            ".startsWith('1 documents')")
     assert "Tuning guide 07" in page.inner_text("#documents-table")
     assert not page.errors
+
+
+def test_a_candidate_never_approved_downloads_from_its_page(page, live_server_process, login):
+    server = live_server_process
+    pk = server.command("create_session", hardware="h200", status="finished")["session"]
+    cand = server.command("create_candidate", session=pk, node_id="7", status="incorrect",
+                          source="import torch\nBLOCK = 77  # not approved\n")["candidate"]
+    login(page, "alpha-viewer", "pw-viewer")
+    page.goto(f"{server.url}/sessions/candidates/{cand}/")
+    with page.expect_download() as download:
+        page.click("#download-candidate")
+    file = download.value
+    assert file.suggested_filename == f"kernelhub-session-{pk}-candidate-7.py"
+    assert "BLOCK = 77  # not approved" in open(file.path()).read()
+    assert not page.errors
