@@ -66,9 +66,6 @@ def session_state(session: SearchSession) -> SessionState:
 
 
 def _embedded_state(session: SearchSession) -> SessionState:
-    checking = _checking_problem(session)
-    if checking is not None:  # the loop's first step, before it needs the target
-        return checking
     target = session.hardware.name
     if not placement.local_target_served(target):
         served = ", ".join(placement.local_targets())
@@ -78,7 +75,7 @@ def _embedded_state(session: SearchSession) -> SessionState:
             f"(it runs: {served}); start a worker for {gpu_queue(target)} on a host with "
             "that GPU (distributed mode, see the README), or cancel and pick a target it runs",
             gpu_queue(target))
-    return SessionState("running", session.status_message)
+    return _checking_problem(session) or SessionState("running", session.status_message)
 
 
 def _distributed_state(session: SearchSession) -> SessionState:
@@ -94,19 +91,17 @@ def _distributed_state(session: SearchSession) -> SessionState:
                 f"{SEARCH_QUEUE}, which runs session loops (start one with `make worker`)",
                 SEARCH_QUEUE)
         return SessionState("queued_for_loop", _queued_detail(session), SEARCH_QUEUE)
-    checking = _checking_problem(session)
-    if checking is not None:
-        return checking
     queue = gpu_queue(session.hardware.name)
     if queue not in served:
         return SessionState(
             "waiting_for_worker", f"waiting for a worker: no live worker serves {queue} "
             f"(start one with `make worker-gpu TARGET={session.hardware.name}`)", queue)
-    return SessionState("running", session.status_message)
+    return _checking_problem(session) or SessionState("running", session.status_message)
 
 
 def _checking_problem(session: SearchSession) -> SessionState | None:
-    """An offline session whose problem's coverage is not known yet: its loop checks it."""
+    """An offline session whose problem's coverage is not known yet: its loop checks it
+    (said after a missing worker, which is what a person must act on)."""
     if (session.synthesizer != SearchSession.SynthesizerKind.OFFLINE
             or session.problem.offline_coverage_ready):
         return None
