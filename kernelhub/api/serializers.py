@@ -66,7 +66,9 @@ class SessionSerializer(serializers.ModelSerializer):
     state = serializers.SerializerMethodField(help_text=(
         "Why the session is (not) moving, as the session page shows it: queued_for_loop "
         "(its loop waits for a search worker's slot), waiting_for_worker (no live worker "
-        "serves the queue in waiting_on_queue), paused_llm_outage, paused, running, "
+        "serves the queue in waiting_on_queue), checking_problem (its loop checks whether "
+        "the offline synthesizer covers the problem before searching), paused_llm_outage, "
+        "paused, running, "
         "finished, failed, cancelled."))
     state_label = serializers.SerializerMethodField(help_text="`state` in words.")
     state_detail = serializers.SerializerMethodField(

@@ -26,8 +26,8 @@ from kernelhub.optimization.candidates import candidate_live_event, candidate_re
 from kernelhub.optimization.events import publish_session_event
 from kernelhub.optimization.models import SearchSession
 from kernelhub.optimization.services import (
-    session_add_llm_usage, session_llm_outage, session_propose_best, session_set_status,
-    candidate_record_created, candidate_record_result, session_record_best,
+    session_add_llm_usage, session_check_offline_coverage, session_llm_outage,
+    session_propose_best, session_set_status, candidate_record_created, candidate_record_result, session_record_best,
 )
 from search_engine.candidate import CandidateRecord
 
@@ -256,7 +256,7 @@ def _run_leased(session: SearchSession, executor, owner: str) -> None:
     watcher = ControlWatcher(session.pk, None, owner)  # renews the lease while building, too
     watcher.start()
     try:
-        if not wait_for_target(session, watcher):
+        if not session_check_offline_coverage(session) or not wait_for_target(session, watcher):
             return
         try:
             watcher.runner = build_runner(session, executor)

@@ -210,6 +210,9 @@
     badge.textContent = p.status.charAt(0).toUpperCase() + p.status.slice(1);
     badge.dataset.status = p.status;
     if (p.message !== undefined) document.getElementById("status-message").textContent = p.message;
+    // The problem's check ended (the loop moved on, or the session did): its banner goes.
+    const checking = document.getElementById("checking-problem");
+    if (checking && p.message !== undefined && !p.message.startsWith("checking whether")) checking.remove();
     refreshControls();
   }
 
