@@ -6,6 +6,7 @@ process, publishes node events *inside* it as the runner does, and reads, in Deb
 chromium, when each node was drawn (after Plotly finished) and how long each redraw took.
 
     .venv/bin/python benchmarks/ui_latency.py [--events 100] [--nodes 2000] [--json out.json]
+    .venv/bin/python benchmarks/ui_latency.py --launch 3   # session launch only (issue 32)
 
 Aims: p95 latency < 250 ms; < 50 ms per update at 2,000 nodes.
 """
@@ -17,6 +18,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import time
@@ -73,6 +75,52 @@ def measure_latency(server, page, session: int, ids: range, interval_s: float) -
     return [seen[str(i)] - published for i, published in pairs]
 
 
+def measure_launch(server, browser, runs: int) -> dict:
+    """Seconds from the click on "Launch session" until the session's page has loaded: with a
+    library problem never checked (offline synthesizer), and with an uploaded problem."""
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.on("dialog", lambda dialog: dialog.accept())  # "Cancel this session?"
+    page.goto(server.url + "/accounts/login/")
+    page.fill("#id_username", "alpha-engineer")
+    page.fill("#id_password", "pw-engineer")
+    page.click("#login-submit")
+    page.wait_for_url(server.url + "/")
+    source = (REPO / "tests" / "tiny_problem.py").read_bytes()
+    timings: dict[str, list[float]] = {"library_unchecked_s": [], "upload_s": []}
+    for run in range(runs):
+        for case in timings:
+            if case == "upload_s":
+                page.goto(server.url + "/sessions/new/")
+                page.set_input_files("#id_problem_file", files=[{
+                    "name": f"bench-up-{run}.py", "mimeType": "text/x-python", "buffer": source}])
+                page.fill("#id_problem_name", f"bench-up-{run}-{time.time_ns()}")
+            else:
+                name = f"bench-lib-{run}-{time.time_ns()}"
+                server.command("create_problem", name=name)
+                page.goto(server.url + "/sessions/new/")
+                page.select_option("#id_problem", label=name)
+            page.select_option("#id_hardware", label="Interpreter (CPU)")
+            page.select_option("#id_synthesizer", "offline")
+            page.fill("#id_budget_evaluations", "1")
+            started = time.perf_counter()
+            with page.expect_navigation(timeout=180_000):
+                page.click("#launch", no_wait_after=True)  # the wait is what is measured
+            page.wait_for_load_state("load")
+            elapsed = time.perf_counter() - started
+            if not re.search(r"/sessions/\d+/$", page.url):  # the form again: say why
+                errors = page.locator(".error").all_inner_texts()
+                print(f"  launch ({case[:-2]}) refused after {elapsed:.2f} s: {errors}")
+                continue
+            timings[case].append(elapsed)
+            print(f"  launch ({case[:-2]}): {elapsed:.2f} s")
+            if page.locator("#btn-cancel").count():  # the next launch runs on an idle server
+                page.click("#btn-cancel")
+                page.wait_for_selector("#controls:not(:has(#btn-cancel))", state="attached")
+    page.close()
+    return {case: {"n": len(v), "median": round(statistics.median(v), 2),
+                   "max": round(max(v), 2)} for case, v in timings.items() if v}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100, help="events for the latency run")
@@ -82,7 +130,11 @@ def main() -> int:
     parser.add_argument("--render", choices=["auto", "webgl", "svg"], default="auto",
                         help="how the page draws the tree (auto: WebGL when the browser has it)")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--launch", type=int, default=0, metavar="RUNS",
+                        help="measure only the session launch, RUNS times per case")
     args = parser.parse_args()
+    if args.launch:
+        return launch_main(args)
 
     from playwright.sync_api import sync_playwright
 
@@ -149,6 +201,21 @@ def main() -> int:
           f"p50 {results['update_cost_2000_nodes_ms']['p50']} ms, "
           f"p95 {results['update_cost_2000_nodes_ms']['p95']} ms (aim < 50 ms); until the frame "
           f"is presented p50 {results['update_cost_2000_nodes_ms']['until_presented_p50']} ms")
+    print(json.dumps(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def launch_main(args) -> int:
+    from playwright.sync_api import sync_playwright
+
+    with load_liveserver().LiveServer() as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   "cpus": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 1),
+                   "launch": measure_launch(server, browser, args.launch)}
+        browser.close()
     print(json.dumps(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

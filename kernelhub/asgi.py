@@ -19,9 +19,11 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from kernelhub.http_limits import MaxUrlLengthMiddleware, install_twisted_limits  # noqa: E402
+from kernelhub.optimization.problem_services import coverage_checks_on_server_start  # noqa: E402
 from kernelhub.routing import websocket_urlpatterns  # noqa: E402
 
 install_twisted_limits(settings.KERNELHUB_MAX_URL_BYTES)
+coverage_checks_on_server_start()
 
 application = MaxUrlLengthMiddleware(ProtocolTypeRouter(
     {

@@ -26,6 +26,7 @@ def list_context(request, queryset: QuerySet, spec: ListSpec, **filter_kwargs) -
     """{"page_obj", "filter_form", "sort", "query", "total"} of one page of the list."""
     filterset = spec.filterset(request.GET, queryset=queryset, request=request,
                                **filter_kwargs)
+    filterset.form.auto_id = "filter_%s"  # never the ids of a form beside it on the page
     rows = filterset.qs if filterset.is_valid() else queryset.none()
     sort = request.GET.get("sort") or spec.default_sort
     if sort.lstrip("-") not in spec.sorts:

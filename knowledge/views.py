@@ -13,8 +13,9 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from kernelhub.listing import list_context, render_list
 from kernelhub.teams.selectors import teams_where_user_can, user_can_upload
-from knowledge import selectors, services
+from knowledge import page_lists, selectors, services
 from knowledge.errors import KnowledgeInputError
 from knowledge.forms import DocumentUploadForm, SearchForm, SkillForm
 from knowledge.selectors import KnowledgeScope
@@ -38,12 +39,15 @@ def _upload_form(request, data=None, files=None) -> DocumentUploadForm:
 
 @login_required
 def document_list(request):
-    return render(request, "knowledge/document_list.html", {
-        "documents": selectors.document_list(scope=_scope(request)),
-        "can_upload": user_can_upload(request.user),
-        "form": _upload_form(request),
-        "search_form": SearchForm(),
-    })
+    """The search box, the upload form and the documents as a sortable, filterable,
+    paginated table (htmx swaps only the table)."""
+    context = list_context(request, selectors.document_list(scope=_scope(request)),
+                           page_lists.DOCUMENTS)
+    context["can_upload"] = user_can_upload(request.user)
+    if not request.htmx:
+        context |= {"form": _upload_form(request), "search_form": SearchForm()}
+    return render_list(request, "knowledge/document_list.html",
+                       "knowledge/partials/document_list_body.html", context)
 
 
 @login_required

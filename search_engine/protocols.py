@@ -54,12 +54,28 @@ class EvaluationRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class ScreenRequest:
+    """Many configurations of one program to screen (`evaluation.screening`): timings and
+    spot-checks to rank them, never a reported result. `timeout_s` is per configuration."""
+
+    problem_source: str
+    sources: list[str]
+    target: str  # HardwareTarget.name
+    precision_policy: str = "strict"
+    timeout_s: float = 60.0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
 class Executor(Protocol):
     """Where evaluations run: local subprocesses, or Celery GPU queues."""
 
     def submit(self, request: EvaluationRequest) -> "Future[EvaluationResult]": ...
 
     def shutdown(self) -> None: ...
+
+    # optional: `screen(ScreenRequest) -> Future[ScreenResult]`, where the executor can
+    # screen (LocalExecutor); a search without it fully evaluates every child
 
 
 EventCallback = Callable[[dict[str, Any]], None]
@@ -69,6 +85,7 @@ __all__ = [
     "ContextProvider",
     "NullContextProvider",
     "EvaluationRequest",
+    "ScreenRequest",
     "Executor",
     "EventCallback",
     "HardwareTarget",

@@ -66,7 +66,9 @@ class SessionSerializer(serializers.ModelSerializer):
     state = serializers.SerializerMethodField(help_text=(
         "Why the session is (not) moving, as the session page shows it: queued_for_loop "
         "(its loop waits for a search worker's slot), waiting_for_worker (no live worker "
-        "serves the queue in waiting_on_queue), paused_llm_outage, paused, running, "
+        "serves the queue in waiting_on_queue), checking_problem (its loop checks whether "
+        "the offline synthesizer covers the problem before searching), paused_llm_outage, "
+        "paused, running, "
         "finished, failed, cancelled."))
     state_label = serializers.SerializerMethodField(help_text="`state` in words.")
     state_detail = serializers.SerializerMethodField(
@@ -79,7 +81,8 @@ class SessionSerializer(serializers.ModelSerializer):
         model = SearchSession
         fields = ["id", "team", "problem", "problem_name", "hardware", "strategy", "synthesizer",
                   "precision_policy", "budget_evaluations", "budget_minutes", "budget_cost_usd",
-                  "seed", "status", "status_message", "evaluated_count", "best_candidate",
+                  "seed", "status", "status_message", "evaluated_count", "screened_count",
+                  "best_candidate",
                   "best_speedup_vs_eager", "best_speedup_vs_compile", "llm_cost_usd",
                   "created_by", "created_at", "started_at", "finished_at",
                   "state", "state_label", "state_detail", "waiting_on_queue"]

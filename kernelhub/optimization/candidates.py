@@ -23,6 +23,8 @@ def candidate_created_fields(record: CandidateRecord, parent_pk: int | None) -> 
     usage = record.usage
     pruned = {"message": str(record.origin["pruned"])[:2000]} \
         if record.origin.get("pruned") else {}  # why it could not run on the target
+    if record.origin.get("screened"):  # its screening: a timing or why it failed
+        pruned = {"message": screen_message(record.origin.get("screen") or {})}
     return {
         **pruned,
         "parent_id": parent_pk, "depth": record.depth, "source": record.source,
@@ -33,6 +35,14 @@ def candidate_created_fields(record: CandidateRecord, parent_pk: int | None) -> 
         "cost_usd": float(usage.get("cost_usd") or 0.0),
         "llm_model": str(record.origin.get("model") or "")[:200],
     }
+
+
+def screen_message(screen: dict[str, Any]) -> str:
+    """A screened configuration's line: its screening timing, or why it failed."""
+    if screen.get("passed") and screen.get("median_ms") is not None:
+        return (f"screened: {screen['median_ms']:.4g} ms median of {screen.get('samples', 0)} "
+                f"({screen.get('method', '')}), rank {screen.get('rank')}; not fully evaluated")
+    return f"screened out: {str(screen.get('reason', ''))[:1900]}"
 
 
 def candidate_result_fields(record: CandidateRecord) -> dict[str, Any]:
@@ -74,7 +84,7 @@ def candidate_result(candidate: Candidate) -> dict[str, Any] | None:
 
 
 def candidate_live_event(record: CandidateRecord, pk: int, *, advantages: dict,
-                         evaluated: int, budget: int) -> dict[str, Any]:
+                         evaluated: int, budget: int, screened: int = 0) -> dict[str, Any]:
     """What the live page needs of a node (sources and full results stay in the rows)."""
     return {
         "candidate_pk": pk, "node_id": str(record.node_id),
@@ -88,4 +98,5 @@ def candidate_live_event(record: CandidateRecord, pk: int, *, advantages: dict,
         "transformation": record.origin.get("transformation", ""),
         "synthesizer": record.origin.get("synthesizer", ""),
         "advantages": advantages or {}, "evaluated": evaluated, "budget": budget,
+        "screened": screened,
     }

@@ -240,6 +240,10 @@ class SharedExecutorHandle:
     def submit(self, request: EvaluationRequest, key: str | None = None):
         return self._executor.submit(request)
 
+    def screen(self, request):
+        """Screen a family of configurations (issue 29) in the shared pool's sandboxes."""
+        return self._executor.screen(request)
+
     def cancel(self, future) -> None:
         """Kill one of this user's evaluations in flight (a session out of time)."""
         self._executor.cancel(future)

@@ -144,6 +144,9 @@ class SearchSession(models.Model):
     status_message = models.TextField(blank=True)
     baseline = models.JSONField(default=dict, blank=True)  # eager / compile timings of the root
     evaluated_count = models.PositiveIntegerField(default=0)
+    # configurations screened (timed and spot-checked, finalists included): never
+    # evaluations, which only `evaluated_count` counts
+    screened_count = models.PositiveIntegerField(default=0)
     llm_cost_usd = models.FloatField(default=0.0)  # every request's, rejected ones too
     llm_prompt_tokens = models.PositiveBigIntegerField(default=0)
     llm_completion_tokens = models.PositiveBigIntegerField(default=0)

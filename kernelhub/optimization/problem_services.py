@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+from collections import defaultdict
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Q
+from django.db import connection
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from kernelhub import placement
@@ -28,6 +31,9 @@ COVERAGE_REQUEST_STALE_S = 300
 COVERAGE_UNKNOWN_RETRY_S = 3600
 
 logger = logging.getLogger(__name__)
+# One analysis per problem at a time in this process: a session's loop that needs the answer
+# waits for the background check already running instead of starting a second sandbox.
+_coverage_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
 
 
 def hardware_targets_sync() -> list[HardwareTarget]:
@@ -118,15 +124,57 @@ def problem_offline_coverage_request(problem: Problem) -> bool:
     return True
 
 
+def problems_offline_coverage_request_pending(problems: QuerySet | None = None) -> int:
+    """Ask for the coverage of every problem (of `problems`, default all) that has no answer
+    for its current source, so checks start without anyone opening the problem; a check
+    already asked for (and not stale) is left alone. Returns how many were queued."""
+    pending = (Problem.objects.all() if problems is None else problems).filter(
+        Q(offline_coverage_state=Problem.Coverage.PENDING)
+        | ~Q(offline_coverage_sha256=F("source_sha256")))
+    return sum(problem_offline_coverage_request(problem) for problem in pending)
+
+
+def problems_offline_coverage_resume() -> int:
+    """The embedded server starts: checks a previous run of it had asked for died with it;
+    ask again for every problem without an answer (and queue the ones never asked)."""
+    Problem.objects.filter(offline_coverage_state=Problem.Coverage.PENDING).exclude(
+        offline_coverage_requested_at=None).update(offline_coverage_requested_at=None)
+    return problems_offline_coverage_request_pending()
+
+
+def coverage_checks_on_server_start() -> None:
+    """The web server process starts. In the embedded default it is where background work
+    runs: the problems' coverage checks start now (in a thread: the server does not wait),
+    not when someone first opens a problem. Distributed workers sweep for them instead."""
+    if placement.mode() == "embedded":
+        threading.Thread(target=_resume_coverage_checks, daemon=True,
+                         name="kernelhub-coverage-resume").start()
+
+
+def _resume_coverage_checks() -> None:
+    try:
+        logger.info("coverage checks asked for %d problems", problems_offline_coverage_resume())
+    except Exception:  # no database yet (before `migrate`): the pages ask later
+        logger.exception("could not ask for the problems' coverage checks")
+    finally:
+        connection.close()
+
+
 def problem_offline_coverage_compute(problem: Problem | int, *, force: bool = False) -> Problem:
     """Compute the offline coverage (the analysis runs in the sandbox) and store it.
 
-    What the background task runs; also the launch of an offline session whose problem was
-    never checked. Skips problems whose stored coverage is for their current source."""
-    if not isinstance(problem, Problem):
-        problem = Problem.objects.get(pk=problem)
-    if not force and _coverage_current(problem, timezone.now()):
-        return problem
+    What the background task runs; also an offline session whose problem was
+    never checked (its loop, before searching). Skips problems whose stored coverage is for
+    their current source; waits for a check of the same problem already running here."""
+    problem_id = problem.pk if isinstance(problem, Problem) else problem
+    with _coverage_locks[problem_id]:
+        problem = Problem.objects.get(pk=problem_id)  # what a check that just ended stored
+        if not force and _coverage_current(problem, timezone.now()):
+            return problem
+        return _coverage_compute_and_store(problem)
+
+
+def _coverage_compute_and_store(problem: Problem) -> Problem:
     sha = problem.source_sha256
     found = offline_coverage_of_source(problem.source)
     fields = {

@@ -26,8 +26,8 @@ from kernelhub.optimization.candidates import candidate_live_event, candidate_re
 from kernelhub.optimization.events import publish_session_event
 from kernelhub.optimization.models import SearchSession
 from kernelhub.optimization.services import (
-    session_add_llm_usage, session_llm_outage, session_propose_best, session_set_status,
-    candidate_record_created, candidate_record_result, session_record_best,
+    session_add_llm_usage, session_check_offline_coverage, session_llm_outage,
+    session_propose_best, session_set_status, candidate_record_created, candidate_record_result, session_record_best,
 )
 from search_engine.candidate import CandidateRecord
 
@@ -82,12 +82,14 @@ def make_context_provider(session: SearchSession):
 
 def make_search_config(session: SearchSession):
     from search_engine.search import SearchConfig
+    from search_engine.search.config import default_screen
 
     extra = {k: v for k, v in (session.config or {}).items()
              if k in ("children_per_step", "max_in_flight", "plateau_window", "plateau_epsilon",
                       "gamma", "context_k", "ordered", "policy_options", "outage_retry_s",
-                      "outage_max_retry_s")}
+                      "outage_max_retry_s", "screen", "screen_finalists")}
     extra.setdefault("outage_retry_s", settings.KERNELHUB_LLM_OUTAGE_RETRY_S)
+    extra.setdefault("screen", default_screen(session.hardware.is_interpreter))
     return SearchConfig(
         strategy=session.strategy, budget=session.budget_evaluations, seed=session.seed,
         max_seconds=session.budget_minutes * 60.0,
@@ -173,11 +175,12 @@ class SessionRecorder:
 
     def compact(self, node: dict, pk: int) -> dict:
         """What the live page needs of a node (sources and full results stay in the rows)."""
-        counts = SearchSession.objects.values("evaluated_count", "budget_evaluations").get(
-            pk=self.session.pk)
+        counts = SearchSession.objects.values(
+            "evaluated_count", "budget_evaluations", "screened_count").get(pk=self.session.pk)
         return candidate_live_event(
             CandidateRecord.from_node(node), pk, advantages=node.get("advantages") or {},
-            evaluated=counts["evaluated_count"], budget=counts["budget_evaluations"])
+            evaluated=counts["evaluated_count"], budget=counts["budget_evaluations"],
+            screened=counts["screened_count"])
 
 
 # -- the loop -----------------------------------------------------------------------------------
@@ -253,7 +256,7 @@ def _run_leased(session: SearchSession, executor, owner: str) -> None:
     watcher = ControlWatcher(session.pk, None, owner)  # renews the lease while building, too
     watcher.start()
     try:
-        if not wait_for_target(session, watcher):
+        if not session_check_offline_coverage(session) or not wait_for_target(session, watcher):
             return
         try:
             watcher.runner = build_runner(session, executor)

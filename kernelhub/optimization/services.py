@@ -20,6 +20,8 @@ from kernelhub.optimization.problem_services import (  # noqa: F401  (re-exporte
     problem_create,
     problem_offline_coverage_compute,
     problem_offline_coverage_request,
+    problems_offline_coverage_request_pending,
+    problems_offline_coverage_resume,
 )
 from kernelhub.optimization.selectors import session_best_candidate
 from kernelhub.review.services import kernel_propose
@@ -129,17 +131,20 @@ def _require_launch_permission(session: SearchSession, user: AbstractBaseUser) -
 
 # --- what a running search records (the runner's recorder calls these) -----------------------
 
-NOT_EVALUATED_STATUSES = ("pending", "cancelled", "pruned")  # never evaluated
+NOT_EVALUATED_STATUSES = ("pending", "cancelled", "pruned", "screened")  # never evaluated
 
 
 def candidate_record_created(*, session: SearchSession, node: dict, parent_pk: int | None) -> int:
     """Store a new node of the search as a pending Candidate (or refresh it: a rebuilt loop
     re-announces its stored nodes); its LLM usage counts against the session. Returns the pk."""
     record = CandidateRecord.from_node(node)
-    candidate, _ = Candidate.objects.update_or_create(
+    candidate, created = Candidate.objects.update_or_create(
         session=session, node_id=str(record.node_id),
         defaults=candidate_created_fields(record, parent_pk))
     session_add_llm_usage(session, record.usage)
+    if created and record.origin.get("screen"):  # a re-announced node counted already
+        SearchSession.objects.filter(pk=session.pk).update(
+            screened_count=F("screened_count") + 1)
     return candidate.pk
 
 
@@ -170,19 +175,57 @@ def session_launch(*, user: AbstractBaseUser, team: Team, problem: Problem,
                    hardware: HardwareTarget, start: bool = True, **options) -> SearchSession:
     """What every entry point (the browser's form, the REST API) does to launch a session:
     the launch rules, the offline synthesizer's coverage gate, the stored session, and
-    (with `start`) the hand-over to the runner. `options` are `session_create`'s."""
+    (with `start`) the hand-over to the runner. `options` are `session_create`'s.
+
+    Returns at once: a problem whose coverage is not known yet is checked by the session's
+    loop before it searches (the session says so meanwhile, and fails with the reason when
+    the offline synthesizer does not cover it); a known "uncovered" is refused here."""
     synthesizer = options.get("synthesizer", SearchSession.SynthesizerKind.OFFLINE)
-    if synthesizer == SearchSession.SynthesizerKind.OFFLINE:
-        if not problem.offline_coverage_ready:  # launching needs the answer (sandboxed)
-            problem = problem_offline_coverage_compute(problem)
-        coverage = problem.offline_coverage
-        if coverage["state"] == "uncovered":
-            raise ValidationError({"problem": "The offline synthesizer does not cover this "
-                                              f"problem: {coverage['detail']}. Pick the LLM "
-                                              "synthesizer or another problem."})
+    offline = synthesizer == SearchSession.SynthesizerKind.OFFLINE
+    if offline and problem.offline_coverage_ready:
+        _require_offline_coverage(problem)
     session = session_create(user=user, team=team, problem=problem, hardware=hardware,
                              **options)
+    if offline and not problem.offline_coverage_ready:
+        session = session_set_status(session, session.status, COVERAGE_CHECK_MESSAGE)
     return session_start(session) if start else session
+
+
+COVERAGE_CHECK_MESSAGE = ("checking whether the offline synthesizer covers the problem (the "
+                          "problem runs in the sandbox); the search starts right after")
+
+
+def _require_offline_coverage(problem: Problem) -> None:
+    coverage = problem.offline_coverage
+    if coverage["state"] == "uncovered":
+        raise ValidationError({"problem": offline_uncovered_message(coverage)})
+
+
+def offline_uncovered_message(coverage: dict) -> str:
+    return (f"The offline synthesizer does not cover this problem: {coverage['detail']}. "
+            "Pick the LLM synthesizer or another problem.")
+
+
+def session_check_offline_coverage(session: SearchSession) -> bool:
+    """The loop's first step for an offline session: know the problem's coverage (computed
+    here when no check has answered yet). An uncovered problem ends the session (failed,
+    with the reason); False then."""
+    if session.synthesizer != SearchSession.SynthesizerKind.OFFLINE:
+        return True
+    problem = session.problem
+    if not problem.offline_coverage_ready:
+        problem = problem_offline_coverage_compute(problem)
+    coverage = problem.offline_coverage
+    session.refresh_from_db(fields=["status", "status_message"])
+    if not session.is_active:  # cancelled meanwhile
+        return False
+    if coverage["state"] == "uncovered":
+        session_set_status(session, SearchSession.Status.FAILED,
+                           offline_uncovered_message(coverage))
+        return False
+    if session.status_message == COVERAGE_CHECK_MESSAGE:
+        session_set_status(session, session.status, f"problem checked: {coverage['detail']}")
+    return True
 
 
 def session_start(session: SearchSession) -> SearchSession:

@@ -6,6 +6,8 @@ States (`SessionState.state`):
   waiting_for_worker  nothing serves what it needs: no live worker on its queue (`search`
                       or `gpu.<target>`), or, in the embedded default, this server cannot run
                       its target (no matching GPU)
+  checking_problem    its loop checks whether the offline synthesizer covers the problem
+                      (in the sandbox) before it searches
   paused_llm_outage   paused by itself while the LLM endpoint is down; resumes by itself
   paused              paused by a user
   running             its loop runs (starting included) and its evaluations can run
@@ -22,9 +24,10 @@ from kernelhub import placement
 from kernelhub.optimization.models import SearchSession, SessionLease
 from kernelhub.queues import SEARCH_QUEUE, gpu_queue
 
-STATES = ("queued_for_loop", "waiting_for_worker", "paused_llm_outage", "paused", "running",
+STATES = ("queued_for_loop", "waiting_for_worker", "checking_problem", "paused_llm_outage", "paused", "running",
           "finished", "failed", "cancelled")
 LABELS = {"queued_for_loop": "queued for a loop slot", "waiting_for_worker": "waiting for a worker",
+          "checking_problem": "checking the problem",
           "paused_llm_outage": "paused: LLM endpoint down", "paused": "paused",
           "running": "running", "finished": "finished", "failed": "failed",
           "cancelled": "cancelled"}
@@ -43,7 +46,8 @@ class SessionState:
     @property
     def waiting(self) -> bool:
         """Active yet not moving for a reason outside the search itself."""
-        return self.state in ("queued_for_loop", "waiting_for_worker", "paused_llm_outage")
+        return self.state in ("queued_for_loop", "waiting_for_worker", "checking_problem",
+                              "paused_llm_outage")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "label": self.label, "waiting": self.waiting}
@@ -71,7 +75,7 @@ def _embedded_state(session: SearchSession) -> SessionState:
             f"(it runs: {served}); start a worker for {gpu_queue(target)} on a host with "
             "that GPU (distributed mode, see the README), or cancel and pick a target it runs",
             gpu_queue(target))
-    return SessionState("running", session.status_message)
+    return _checking_problem(session) or SessionState("running", session.status_message)
 
 
 def _distributed_state(session: SearchSession) -> SessionState:
@@ -92,7 +96,19 @@ def _distributed_state(session: SearchSession) -> SessionState:
         return SessionState(
             "waiting_for_worker", f"waiting for a worker: no live worker serves {queue} "
             f"(start one with `make worker-gpu TARGET={session.hardware.name}`)", queue)
-    return SessionState("running", session.status_message)
+    return _checking_problem(session) or SessionState("running", session.status_message)
+
+
+def _checking_problem(session: SearchSession) -> SessionState | None:
+    """An offline session whose problem's coverage is not known yet: its loop checks it
+    (said after a missing worker, which is what a person must act on)."""
+    if (session.synthesizer != SearchSession.SynthesizerKind.OFFLINE
+            or session.problem.offline_coverage_ready):
+        return None
+    return SessionState(
+        "checking_problem", f"checking whether the offline synthesizer covers "
+        f"{session.problem.name} (the problem runs in the sandbox, usually well under a "
+        "minute); the search starts right after, or the session ends saying why not")
 
 
 def _queued_detail(session: SearchSession) -> str:

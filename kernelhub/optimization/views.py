@@ -23,6 +23,7 @@ from kernelhub.optimization.selectors import (
     candidate_roofline_points,
     problem_family,
     problem_get_for_user,
+    problem_list_for_user,
     problem_list_with_stats_for_user,
     problem_sessions_for_user,
     session_best_series,
@@ -58,11 +59,13 @@ def offline_coverage(problem: Problem) -> dict:
 @login_required
 @require_GET
 def problem_list(request):
+    # Every problem the user may use, not only this page's: checks never asked for, or gone
+    # stale, start now, so a problem nobody opened has its answer when someone picks it.
+    services.problems_offline_coverage_request_pending(problem_list_for_user(request.user))
     context = list_context(request, problem_list_with_stats_for_user(request.user),
                            page_lists.PROBLEMS)
     for problem in context["page_obj"].object_list:
         problem.family_label = problem_family(problem)
-        offline_coverage(problem)  # a check never asked for, or gone stale, is asked again
     context["can_launch"] = bool(teams_where_user_can(request.user, "launch"))
     return render_list(request, "optimization/problem_list.html",
                        "optimization/partials/problem_list_body.html", context)
@@ -107,6 +110,8 @@ def session_new(request):
     else:
         form = SessionForm(user=request.user, initial={"problem": request.GET.get("problem")})
         status = 200
+        # the problems the form offers are checked while the user fills it in
+        services.problems_offline_coverage_request_pending(problem_list_for_user(request.user))
     if not form.fields["team"].queryset.exists():
         raise PermissionDenied("Only engineers and admins of a team launch sessions.")
     return render(request, "optimization/session_new.html", {"form": form}, status=status)
@@ -123,7 +128,7 @@ def _create_session_from_form(request, form: SessionForm) -> SearchSession | Non
             problem = services.problem_create(
                 name=(data.get("problem_name") or upload["name"]).strip(),
                 source=upload["source"], team=team, user=request.user,
-                request_offline_coverage=not offline)  # offline: checked right below
+                request_offline_coverage=not offline)  # offline: the session's loop checks it
         except ValidationError as exc:
             form.add_error("problem_file", " ".join(exc.messages))
             return None

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from kernelhub import placement
 from kernelhub.optimization import ledger
+from kernelhub.optimization.problem_services import problems_offline_coverage_request_pending
 from kernelhub.queues import SEARCH_QUEUE, gpu_queue, is_gpu_queue, target_of
 
 logger = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ def presence_loop(name: str, queues: list[str]) -> None:
             if SEARCH_QUEUE in queues and clock >= next_reap:
                 next_reap = clock + REAP_EVERY_S
                 placement.sessions_reap()
+                problems_offline_coverage_request_pending()  # problems nobody opened
         except Exception:  # the database away for a moment: beat again next time
             logger.exception("worker heartbeat failed")
     connection.close()

@@ -8,8 +8,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from kernelhub.listing import list_context, render_list
 from kernelhub.optimization import code_render
 from kernelhub.review.evidence import candidate_evidence
+from kernelhub.review.page_lists import APPROVED_KERNELS
 from kernelhub.review.forms import DecisionForm
 from kernelhub.review.selectors import (
     approved_kernels_for_user,
@@ -105,8 +107,10 @@ def decide(request, pk: int):
 @login_required
 @require_GET
 def approved(request):
-    return render(request, "review/approved.html",
-                  {"reviews": approved_kernels_for_user(request.user)[:500]})
+    """The approved kernels as a sortable, filterable, paginated table with their downloads."""
+    context = list_context(request, approved_kernels_for_user(request.user), APPROVED_KERNELS)
+    return render_list(request, "review/approved.html", "review/partials/approved_list_body.html",
+                       context)
 
 
 @login_required

@@ -169,15 +169,8 @@ class CandidateRun(TimedChecks, Judgement):
         if not session.started:
             session.start()
         phase("startup")
-        out_cap = 2 * ref.output_bytes + (1 << 20)  # a wrong dtype may double them, no more
-        init_slots, init_tensors = wire.encode_values(ref.init_inputs)
-        reply, _ = self._request(session, "load", {
-            "candidate_file": str(session.workdir / "candidate.py"), "init": init_slots,
-            "state_keys": list(ref.state_dict), "state_offset": len(init_tensors),
-            "seed": ref.init_seed, "max_outputs": len(ref.output_shapes),
-            "output_shapes": ref.output_shapes,
-            "max_output_bytes": out_cap,
-        }, init_tensors + list(ref.state_dict.values()))
+        out_cap = self._output_cap(ref)
+        reply = self._load(session, ref, session.workdir / "candidate.py")
         if not reply.get("ok"):
             return self._failed(reply, phases)
         load_evidence = reply.get("evidence") or {}
@@ -193,12 +186,8 @@ class CandidateRun(TimedChecks, Judgement):
         # Set ids are a random permutation, staged in random order, and the ghost replay is
         # an ordinary call at a random place among the trials: nothing tells it apart.
         n = len(ref.inputs)
-        ids = secrets.SystemRandom().sample(range(n + 1), n + 1)
+        ids = self._stage_sets(session, [*ref.inputs, ref.ghost_inputs])
         self._set_ids = ids[:n]
-        sets = [*ref.inputs, ref.ghost_inputs]
-        for index in secrets.SystemRandom().sample(range(n + 1), n + 1):
-            slots, tensors = wire.encode_values(sets[index])
-            self._request(session, "stage", {"set": ids[index], "inputs": slots}, tensors)
 
         warm = self._warm(session, ids[0])
         if warm is not None:
@@ -232,6 +221,33 @@ class CandidateRun(TimedChecks, Judgement):
             self._profile(session, report, self._set_ids)
             phase("profile")
         return self._finish(session, report)
+
+    @staticmethod
+    def _output_cap(ref: ReferenceData) -> int:
+        return 2 * ref.output_bytes + (1 << 20)  # a wrong dtype may double them, no more
+
+    def _load(self, session: SandboxSession, ref: ReferenceData, candidate_file) -> dict:
+        """Build the candidate in `candidate_file` (its `ModelNew`) with the reference's
+        init inputs and weights; the reply says whether it built."""
+        init_slots, init_tensors = wire.encode_values(ref.init_inputs)
+        reply, _ = self._request(session, "load", {
+            "candidate_file": str(candidate_file), "init": init_slots,
+            "state_keys": list(ref.state_dict), "state_offset": len(init_tensors),
+            "seed": ref.init_seed, "max_outputs": len(ref.output_shapes),
+            "output_shapes": ref.output_shapes,
+            "max_output_bytes": self._output_cap(ref),
+        }, init_tensors + list(ref.state_dict.values()))
+        return reply
+
+    def _stage_sets(self, session: SandboxSession, sets: list) -> list[int]:
+        """Stage `sets` under a random permutation of ids, in random order (nothing tells a
+        trial from the ghost replay); the id of each set, in the order given."""
+        n = len(sets)
+        ids = secrets.SystemRandom().sample(range(n), n)
+        for index in secrets.SystemRandom().sample(range(n), n):
+            slots, tensors = wire.encode_values(sets[index])
+            self._request(session, "stage", {"set": ids[index], "inputs": slots}, tensors)
+        return ids
 
     def _call(self, session: SandboxSession, set_id: int, ghost: bool, out_cap: int):
         """One call; every call's header has the same fields (the ghost's too)."""

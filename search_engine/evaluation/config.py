@@ -102,6 +102,9 @@ class EvaluationConfig:
     # so the pool keeps two per worker and starts them on half the host's cores.
     warm_pool_size: int = 0
     warm_starters: int = 0
+    # screening (`screening.screen`): one short timing per configuration, never reported
+    screen_min_timing_ms: float = 10.0
+    screen_warmup_ms: float = 5.0
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3
     # the problem's own sandbox: reference outputs and baselines

@@ -21,7 +21,7 @@ from search_engine.evaluation.reference import ReferenceCache
 from search_engine.evaluation.result import PROBLEM_DEFECT, EvaluationResult
 from search_engine.hardware import DeviceUnavailable
 from search_engine.problems import ProblemError
-from search_engine.protocols import EvaluationRequest
+from search_engine.protocols import EvaluationRequest, ScreenRequest
 
 
 class LocalExecutor:
@@ -68,12 +68,34 @@ class LocalExecutor:
         return self.max_workers + 1 if interpreter else max(4, 2 * self.max_workers)
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
+        return self._cancellable(self._run_in, request)
+
+    def _cancellable(self, work, request) -> Future:
+        """`work(scope, request)` on a worker thread, its scope kept for `cancel`."""
         scope = CancelScope()
-        future = self._pool.submit(self._run_in, scope, request)
+        future = self._pool.submit(work, scope, request)
         with self._pools_lock:
             self._scopes[future] = scope
         future.add_done_callback(self._forget_scope)
         return future
+
+    def screen(self, request: ScreenRequest) -> Future:
+        """Screen a family of configurations (`screening.screen`) on a worker thread, with
+        the shared reference and the same warm sandboxes as full evaluations. A problem or
+        host that cannot run it raises from the future (`ProblemError`, `ValueError`,
+        `DeviceUnavailable`): nothing was screened."""
+        return self._cancellable(self._screen_in, request)
+
+    def _screen_in(self, scope: CancelScope, request: ScreenRequest):
+        from search_engine.evaluation.screening import screen
+
+        config = request.options.get("config") or self.config
+        with scope.entered():
+            return screen(request.problem_source, request.sources, target=request.target,
+                          precision_policy=request.precision_policy,
+                          timeout_s=request.timeout_s, config=config,
+                          reference_cache=self._references,
+                          sandbox_pool=self.sandbox_pool(request.target, config))
 
     def cancel(self, future: Future) -> None:
         """Stop an evaluation: a queued one never starts; a running one has its sandboxes

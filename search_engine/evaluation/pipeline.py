@@ -69,12 +69,7 @@ def evaluate(
     """
     started = time.monotonic()
     config = config or EvaluationConfig()
-    problem = load_problem(problem_source)
-    hw = target if isinstance(target, HardwareTarget) else get_target(target)
-    check_policy(precision_policy)
-    if timeout_s <= 0:
-        raise ValueError("timeout must be positive")
-    _require_device(hw)
+    problem, hw = checked_request(problem_source, target, precision_policy, timeout_s)
     run = CandidateRun(problem, candidate_source, hw, precision_policy, timeout_s, config)
 
     result = run.static_stage()
@@ -101,6 +96,19 @@ def evaluate(
         result.diagnostics["phases"]["overhead_s"] = round(
             result.duration_s - result.diagnostics["phases"]["measurement_s"], 3)
     return result
+
+
+def checked_request(problem_source: Problem | str | Path, target: str | HardwareTarget,
+                    precision_policy: str, timeout_s: float) -> tuple[Problem, HardwareTarget]:
+    """The problem and target of a request, or the error that refuses it (`ProblemError`,
+    `ValueError`, `DeviceUnavailable`) before anything runs."""
+    problem = load_problem(problem_source)
+    hw = target if isinstance(target, HardwareTarget) else get_target(target)
+    check_policy(precision_policy)
+    if timeout_s <= 0:
+        raise ValueError("timeout must be positive")
+    _require_device(hw)
+    return problem, hw
 
 
 def _unreadable_reply(run: CandidateRun, exc: Exception) -> EvaluationResult:

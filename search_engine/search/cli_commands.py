@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from search_engine.cli_args import add_isolation_argument, parse_sizes, with_isolation
+from search_engine.search.config import GPU_SCREEN
 from search_engine.search.cli_output import (
     ProgressBar, outcome_json, print_suite_rows, print_summary, suite_report, suite_row,
 )
@@ -60,6 +61,16 @@ def _common_arguments(p) -> None:
     p.add_argument("--children", type=int, default=2, help="children proposed per step")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds per evaluation")
     p.add_argument("--max-seconds", type=float, default=None, help="wall-clock limit")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="wall-clock limit in minutes (with --max-seconds, the shorter wins)")
+    p.add_argument("--screen", default="auto", metavar="N",
+                   help="configurations screened per expansion of the offline synthesizer "
+                        "(spot-check and a short timing in a warm sandbox), of which only the "
+                        "fastest --finalists are fully evaluated; 0 = off; auto (default): "
+                        f"off on the interpreter, {GPU_SCREEN} on a GPU")
+    p.add_argument("--finalists", type=int, default=None,
+                   help="screened configurations fully evaluated per expansion (default: "
+                        "--children)")
     p.add_argument("--max-cost", type=float, default=None, help="LLM cost limit in USD")
     p.add_argument("--plateau", type=int, default=None,
                    help="stop after N evaluations without improvement")
@@ -158,12 +169,40 @@ def make_executor(args):
     return LocalExecutor(max_workers=max(1, args.parallel), config=config)
 
 
+def screen_count(args) -> int:
+    """--screen as a number; auto is `default_screen` for the target."""
+    from search_engine.hardware import get_target
+    from search_engine.search.config import default_screen
+
+    value = str(getattr(args, "screen", "auto") or "auto")
+    if value == "auto":
+        return default_screen(get_target(args.target).is_interpreter)
+    try:
+        count = int(value)
+    except ValueError:
+        raise ValueError(f"--screen must be a number or auto, not {value!r}") from None
+    if count < 0:
+        raise ValueError("--screen must be 0 (off) or more")
+    return count
+
+
+def time_limit(args) -> float | None:
+    """--max-seconds and --minutes: the shorter of those given."""
+    limits = [v for v in (args.max_seconds, None if getattr(args, "minutes", None) is None
+                          else args.minutes * 60.0) if v is not None]
+    if any(v <= 0 for v in limits):
+        raise ValueError("--max-seconds and --minutes must be positive")
+    return min(limits) if limits else None
+
+
 def make_config(args):
     from search_engine.search.loop import SearchConfig
 
     return SearchConfig(strategy=args.strategy, budget=args.budget, seed=args.seed,
                         children_per_step=args.children, max_in_flight=max(1, args.parallel),
-                        ordered=not args.unordered, max_seconds=args.max_seconds,
+                        ordered=not args.unordered, max_seconds=time_limit(args),
+                        screen=screen_count(args),
+                        screen_finalists=getattr(args, "finalists", None),
                         max_cost_usd=args.max_cost, plateau_window=args.plateau,
                         precision_policy=args.precision, eval_timeout_s=args.timeout,
                         outage_retry_s=getattr(args, "llm_retry", 30.0))
@@ -233,6 +272,7 @@ def cmd_optimize(args) -> int:
         if args.budget < 1:
             raise ValueError("--budget must be at least 1")
         args.target = get_target(args.target).name
+        screen_count(args), time_limit(args)  # bad values: an error before anything runs
         synthesizer = make_synthesizer(args)
         executor = make_executor(args)
     except (ProblemError, ValueError) as exc:
@@ -280,6 +320,7 @@ def cmd_suite(args) -> int:
         if args.budget < 1:
             raise ValueError("--budget must be at least 1")
         args.target = get_target(args.target).name
+        screen_count(args), time_limit(args)  # bad values: an error before anything runs
         synthesizer = make_synthesizer(args)
         executor = make_executor(args)
     except ValueError as exc:

@@ -80,7 +80,8 @@ def outcome_json(outcome, problem_name: str, args) -> dict[str, Any]:
               "model": n["origin"].get("model", ""),
               "cost_usd": float((n["origin"].get("usage") or {}).get("cost_usd") or 0.0)}
              for n in outcome.nodes]
-    return {"evaluated": outcome.evaluated, "status": outcome.status, "reason": outcome.reason,
+    return {"evaluated": outcome.evaluated, "screened": getattr(outcome, "screened", 0),
+            "status": outcome.status, "reason": outcome.reason,
             "stop_reason": getattr(outcome, "stop", ""),
             "problem": problem_name, "target": args.target, "strategy": args.strategy,
             "synthesizer": args.synthesizer, "seed": args.seed, "best": best_json,
@@ -92,6 +93,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     """The summary as a table of nodes and the best kernel."""
     print(f"\n{summary['status']}: {summary['reason']} ({summary['evaluated']} evaluations, "
           f"{summary['elapsed_s']:.1f} s)")
+    print(f"candidates: {summary.get('screened', 0)} screened, {summary['evaluated']} fully "
+          "evaluated (only fully evaluated candidates can be the best)")
     for n in summary["nodes"]:
         speed = f"{n['speedup_vs_eager']:.2f}x" if n["speedup_vs_eager"] else "-"
         reward = f"{n['reward']:.3f}" if n["reward"] is not None else "-"
@@ -131,7 +134,8 @@ def suite_row(path: Path, summary: dict[str, Any]) -> dict[str, Any]:
         status = "solved" if best else "unsolved"
     return {"problem": path.stem, "file": str(path), "status": status,
             "reason": summary.get("reason", ""), "ops": summary.get("ops", []),
-            "evaluated": summary.get("evaluated", 0), "best_node_id": best.get("node_id"),
+            "evaluated": summary.get("evaluated", 0), "screened": summary.get("screened", 0),
+            "best_node_id": best.get("node_id"),
             "best_reward": best.get("reward"),
             "best_speedup_vs_eager": best.get("speedup_vs_eager"),
             "best_speedup_vs_compile": best.get("speedup_vs_compile"),

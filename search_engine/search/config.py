@@ -11,6 +11,14 @@ from search_engine.search import credit
 RUNNING, PAUSED, COMPLETED, CANCELLED_STATUS, FAILED = (
     "running", "paused", "completed", "cancelled", "failed")
 
+GPU_SCREEN = 64  # configurations screened per expansion on a GPU target by default
+
+
+def default_screen(is_interpreter: bool) -> int:
+    """Screening per expansion when nobody chose: off on the interpreter (CPU runs stay
+    small; its timings rank nothing), GPU_SCREEN on a GPU."""
+    return 0 if is_interpreter else GPU_SCREEN
+
 
 @dataclass
 class SearchConfig:
@@ -35,6 +43,12 @@ class SearchConfig:
     outage_failures: int = 1  # failed expansions in a row (each retried) before pausing
     outage_retry_s: float = 30.0  # first retry after an outage; doubles up to the max
     outage_max_retry_s: float = 300.0
+    # screening (evaluation/screening.py): an expansion by a local synthesizer asks for
+    # `screen` configurations, screens them in a warm sandbox and fully evaluates only the
+    # fastest `screen_finalists` (default: the step's children); 0 = every child evaluated
+    screen: int = 0
+    screen_finalists: int | None = None
+    screen_timeout_s: float = 60.0  # per configuration
     spent_cost_usd: float = 0.0  # already spent before this run (a resumed session)
     clock_started: float | None = None  # time.monotonic() the wall clock counts from
     # (default: when run() starts; the CLI counts its coverage check too)
@@ -44,6 +58,8 @@ class SearchConfig:
             raise ValueError("budget must be at least 1 evaluation")
         if self.children_per_step < 1 or self.max_in_flight < 1:
             raise ValueError("children_per_step and max_in_flight must be at least 1")
+        if self.screen < 0 or (self.screen_finalists is not None and self.screen_finalists < 1):
+            raise ValueError("screen must be 0 or more and screen_finalists at least 1")
 
 
 @dataclass
@@ -58,6 +74,8 @@ class SearchOutcome:
     baselines: dict[str, Any]
     usage: dict[str, Any] = field(default_factory=dict)  # tokens and requests, failed ones too
     stop: str = ""  # why it ended, as a code: see `stop_code`
+    screened: int = 0  # configurations screened (finalists included); `evaluated` counts
+    # full evaluations only
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

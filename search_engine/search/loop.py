@@ -29,6 +29,11 @@ to ``paused`` with the reason and HTTP status; it tries again on a schedule
 endpoint answers. Evaluations in flight go on meanwhile. Every request's tokens and cost
 count, also those of rejected and failed attempts (``synthesis_failed`` events).
 
+Screening (``screen``, screening_steps.py): a local synthesizer's step proposes a family of
+configurations, the executor screens them in a warm sandbox (spot-check and a short timing)
+and only the fastest ``screen_finalists`` are evaluated; the rest are ``screened`` nodes,
+which never count as evaluations and never become the best.
+
 Termination: ``budget`` evaluations, ``max_seconds`` wall clock, ``max_cost_usd`` (LLM), a
 plateau (no best-reward gain above ``plateau_epsilon`` in ``plateau_window`` evaluations),
 the synthesizer running out of new candidates, or cancel().
@@ -57,18 +62,23 @@ from search_engine.search.config import (
 from search_engine.search.evaluation_steps import EvaluationSteps
 from search_engine.search.events import EventEmitter
 from search_engine.search.outage_steps import OutageSteps
+from search_engine.search.screening_steps import ScreeningSteps
 from search_engine.search.policies import make_policy
 from search_engine.search.skill_priors import SkillGuide
 from search_engine.search.synthesis_steps import SynthesisSteps, _Pending, context_query
-from search_engine.search.tree import CANCELLED, PENDING, PRUNED, REFERENCE, Node, SearchTree
+from search_engine.search.tree import (
+    CANCELLED, PENDING, PRUNED, REFERENCE, SCREENED, Node, SearchTree,
+)
 from search_engine.synthesis.base import NotCoveredError
+
+NEVER_EVALUATED = (REFERENCE, CANCELLED, PRUNED, SCREENED)  # applied as they are
 
 # Also the names callers import from here (config.py's, context_query).
 __all__ = ["SearchConfig", "SearchOutcome", "SearchRunner", "run_search", "context_query",
            "RUNNING", "PAUSED", "COMPLETED", "CANCELLED_STATUS", "FAILED"]
 
 
-class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
+class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps):
     def __init__(self, problem_source: str, target: HardwareTarget | str, synthesizer,
                  executor: Executor, config: SearchConfig | None = None,
                  context: ContextProvider | None = None,
@@ -101,7 +111,7 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
         self._done: dict[int, EvaluationResult] = {}
         self._batches: list[list[int]] = []
         self._applied: set[int] = {n.id for n in self.tree.nodes.values()
-                                   if n.evaluated or n.status in (REFERENCE, CANCELLED, PRUNED)}
+                                   if n.evaluated or n.status in NEVER_EVALUATED}
         self._best_id = self.tree.best().id if self.tree.best() else None
         self._best_reward_for_plateau = float("-inf")
         self._since_improvement = 0
@@ -327,7 +337,8 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
     def _set_status(self, status: str, reason: str, **extra: Any) -> None:
         self.status = status
         self.events.emit("status_changed", {"status": status, "reason": reason,
-                                            "evaluated": self.evaluated, **extra})
+                                            "evaluated": self.evaluated,
+                                            "screened": self.screened, **extra})
 
     def _finish(self, status: str, reason: str) -> SearchOutcome:
         stop = stop_code(status, reason)
@@ -338,7 +349,7 @@ class SearchRunner(SynthesisSteps, EvaluationSteps, OutageSteps):
             best=best.to_dict() if best else None, nodes=self.tree.to_dicts(),
             cost_usd=round(self._cost, 6), elapsed_s=round(time.monotonic() - self._started, 3),
             baselines=self.tree.root.baselines if self.tree.nodes else {},
-            usage=dict(self._usage))
+            usage=dict(self._usage), screened=self.screened)
 
 
 def run_search(problem_source: str, target, synthesizer, executor: Executor,

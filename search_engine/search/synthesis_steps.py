@@ -13,7 +13,7 @@ from search_engine.protocols import ContextPassage
 from search_engine.search import categories as cats
 from search_engine.search.memory import memory_view
 from search_engine.search.policies import Expansion
-from search_engine.search.tree import PENDING, PRUNED, Node
+from search_engine.search.tree import PENDING, PRUNED, SCREENED, Node
 from search_engine.synthesis.base import NodeView, NotCoveredError, Proposal, SynthesisRequest
 
 
@@ -77,6 +77,7 @@ class SynthesisSteps:
         pending = _Pending(expansion=expansion, parent_id=parent.id, memory_mode=memory.mode,
                            query=query, passages=passages, count=count, batch=[])
         self._batches.append(pending.batch)  # the step's place in the order, filled on landing
+        asked = self._proposal_count(count)  # a family to screen, or the children
         drawn = self.skills.children(self.synthesizer, request, count)
         if drawn:  # the first children come from skills, inline
             pending.future = Future()
@@ -86,13 +87,13 @@ class SynthesisSteps:
                 self._synth_pool = ThreadPoolExecutor(
                     max_workers=max(1, self.config.max_synthesis_in_flight),
                     thread_name_prefix="synthesis")
-            pending.future = self._synth_pool.submit(self.synthesizer.propose, request, count,
+            pending.future = self._synth_pool.submit(self.synthesizer.propose, request, asked,
                                                      rng)
             pending.future.add_done_callback(lambda _f: self._wake.set())
         else:
             pending.future = Future()
             try:
-                pending.future.set_result(self.synthesizer.propose(request, count, rng))
+                pending.future.set_result(self.synthesizer.propose(request, asked, rng))
             except NotCoveredError:
                 raise
             except Exception as exc:
@@ -119,14 +120,22 @@ class SynthesisSteps:
         self._failures = 0
         if self._outage is not None:
             self._outage_over()
-        for proposal in [p for p in proposals if p.pruned]:  # shown, never evaluated
+        pruned = [p for p in proposals if p.pruned]
+        if self._screening():  # a family of dozens: a step's worth shown, the rest counted
+            if len(pruned) > pending.count:
+                self.events.log(f"{len(pruned) - pending.count} more configurations of node "
+                                f"{pending.parent_id} do not fit the target (not shown)")
+            pruned = pruned[:pending.count]
+        for proposal in pruned:  # shown, never evaluated
             self._node_from(proposal, pending)
         proposals = [p for p in proposals if not p.pruned]
-        nodes = []
-        for proposal in proposals[:pending.count]:
-            nodes.append(self._node_from(proposal, pending))
-        for proposal in proposals[pending.count:]:  # answered but unused: still paid for
-            self._add_usage(proposal.usage)
+        nodes = self._screened_nodes(proposals, pending)
+        if nodes is None:
+            nodes = []
+            for proposal in proposals[:pending.count]:
+                nodes.append(self._node_from(proposal, pending))
+            for proposal in proposals[pending.count:]:  # answered but unused: still paid for
+                self._add_usage(proposal.usage)
         if not nodes:
             self._drop_batch(pending.batch)
             self._empty_streak += 1
@@ -135,13 +144,35 @@ class SynthesisSteps:
         self._submit(nodes, batch=pending.batch)
         return len(nodes)
 
+    def _screened_nodes(self, proposals: list[Proposal],
+                        pending: "_Pending") -> list[Node] | None:
+        """With screening (`ScreeningSteps`): every screened proposal a node, the finalists
+        pending for full evaluation (returned), the rest `screened`. None when this step
+        is not screened (too few proposals, or the screening failed)."""
+        finalists = self._finalist_count(pending.count)
+        if not self._screening() or len(proposals) <= finalists:
+            return None
+        family = proposals[:self.config.screen]
+        screens = self._screen_family(pending.parent_id, family, finalists)
+        if not screens:
+            return [] if screens is None else None
+        nodes = []
+        for proposal, screen in zip(family, screens):
+            node = self._node_from(proposal, pending, screen)
+            if screen["finalist"]:
+                nodes.append(node)
+        for proposal in proposals[len(family):]:
+            self._add_usage(proposal.usage)
+        return nodes
+
     def _drop_batch(self, batch: list[int]) -> None:
         for i, b in enumerate(self._batches):
             if b is batch:
                 del self._batches[i]
                 return
 
-    def _node_from(self, proposal: Proposal, pending: "_Pending") -> Node:
+    def _node_from(self, proposal: Proposal, pending: "_Pending",
+                   screen: dict[str, Any] | None = None) -> Node:
         parent = self.tree.nodes[pending.parent_id]
         origin = proposal.origin(getattr(self.synthesizer, "name", "synthesizer"))
         sent_passages = (proposal.sent or {}).get("passages")
@@ -152,10 +183,14 @@ class SynthesisSteps:
                       second_parent_id=pending.expansion.second_parent_id,
                       **pending.expansion.tags)
         origin.update(self.skills.origin_tags(proposal.source, pending.passages))
+        status = PRUNED if proposal.pruned else PENDING
+        if screen is not None:
+            origin["screen"] = screen
+            if not screen["finalist"]:
+                origin["screened"], status = True, SCREENED
         self._add_usage(proposal.usage)
         node = self.tree.add(Node(self.tree.new_id(), parent.id, parent.depth + 1,
-                                  proposal.source, origin,
-                                  status=PRUNED if proposal.pruned else PENDING))
+                                  proposal.source, origin, status=status))
         self.events.emit("node_created", node.to_dict())
         return node
 

@@ -21,7 +21,11 @@ Node dict (what `Node.to_dict()` returns, what events carry and what the web app
         "context_query": "...",
         "notes": "...",
       },
-      "status": "pending",          # pending | reference | cancelled | pruned | a result status
+      "status": "pending",          # pending | reference | cancelled | pruned | screened |
+                                    # a result status
+      # origin["screen"] (screened configurations, finalists too): {"passed", "reason",
+      # "median_ms", "samples", "method", "rank", "finalist"}; origin["screened"]: True on
+      # those not fully evaluated
       "reward": 1.2, "return": 1.5, "advantage": 0.3,   # None until evaluated
       "speedup_vs_eager": 1.4, "speedup_vs_compile": 0.9, "coverage": 1.0,
       "diagnostics_summary": {"bottleneck": "memory-bound", "reason": "...", "message": "...",
@@ -46,6 +50,10 @@ PENDING, REFERENCE, CANCELLED = "pending", "reference", "cancelled"
 # A child whose configuration cannot run on the target (origin["pruned"] says why): shown in
 # the tree, never evaluated, not counted against the budget.
 PRUNED = "pruned"
+# A configuration that was screened (timed and spot-checked in a warm sandbox, see
+# evaluation/screening.py) and not sent to full evaluation: origin["screen"] holds its
+# timing or why it failed. Shown in the tree, never evaluated, never the best.
+SCREENED = "screened"
 
 
 @dataclass

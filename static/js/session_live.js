@@ -24,7 +24,7 @@
     correct: "#3ecf8e", incorrect: "#ff6b6b", hack_suspected: "#ffb347",
     rejected_lazy: "#c792ea", compile_error: "#7f8797", runtime_error: "#7f8797",
     timeout: "#7f8797", problem_defect: "#7f8797", pending: "#3b4660", evaluating: "#3b4660",
-    reference: "#5aa9ff", cancelled: "#2a2f3a",
+    reference: "#5aa9ff", cancelled: "#2a2f3a", screened: "#5c6b8a",
   };
   const TERMINAL = new Set(["finished", "cancelled", "failed"]);
   // The interpreter target checks correctness only: timings are not comparable, every correct
@@ -141,6 +141,7 @@
     }
     if (p.budget) state.budget = p.budget;
     if (evaluatedCount(p) != null) state.evaluated = Math.max(state.evaluated, evaluatedCount(p));
+    if (p.screened != null) state.screened = Math.max(state.screened || 0, p.screened);
     state.statsDirty = true;
     state.pendingLog.push(event);
   }
@@ -209,6 +210,9 @@
     badge.textContent = p.status.charAt(0).toUpperCase() + p.status.slice(1);
     badge.dataset.status = p.status;
     if (p.message !== undefined) document.getElementById("status-message").textContent = p.message;
+    // The problem's check ended (the loop moved on, or the session did): its banner goes.
+    const checking = document.getElementById("checking-problem");
+    if (checking && p.message !== undefined && !p.message.startsWith("checking whether")) checking.remove();
     refreshControls();
   }
 
@@ -406,6 +410,9 @@
     document.getElementById("progress-bar").style.width = `${pct}%`;
     document.getElementById("progress-text").textContent = `${state.evaluated} / ${budget} evaluations`;
     document.getElementById("node-count").textContent = state.order.length;
+    const setCount = (id, n) => { const el = document.getElementById(id); if (el && n != null) el.textContent = Math.max(n, Number(el.textContent) || 0); };
+    setCount("screened-n", state.screened);
+    setCount("evaluated-n", state.evaluated);
     const best = state.bestSeries[state.bestSeries.length - 1];
     const setText = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
     setText("best-eager", best ? times(best.eager) : "–");

@@ -13,6 +13,8 @@ way the runner does:
     {"cmd": "session", "session": pk}                          -> {"status": ..., "evaluated": ...}
     {"cmd": "propose", "candidate": pk}   (in the review queue)   -> {"review": review pk}
     {"cmd": "approve", "candidate": pk}   (proposed and approved)   -> {"kernel": review pk}
+    {"cmd": "create_problem", "name": ..., "asked": bool}   (coverage not checked)   -> {"problem": pk}
+    {"cmd": "create_document", "title": ..., ...Document fields}   -> {"document": pk}
 
 Users: "<team>-<role>" with password "pw-<role>" for teams alpha and beta (as tests/conftest.py).
 """
@@ -176,6 +178,29 @@ def _handle(command: dict) -> dict:
         kernel_approve(review=review, reviewer=users.get(username=f"{team}-reviewer"),
                        comment="approved by the test")
         return {"kernel": review.pk}
+    if command["cmd"] == "create_problem":  # a library problem whose coverage was never asked
+        import hashlib
+
+        source = (REPO / "tests" / "tiny_problem.py").read_text()
+        from django.utils import timezone
+
+        problem = Problem.objects.create(
+            name=command["name"], family="elementwise", source=source,
+            source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+            # "asked": as if a check were already on its way (no page asks for it again)
+            offline_coverage_requested_at=timezone.now() if command.get("asked") else None)
+        return {"problem": problem.pk}
+    if command["cmd"] == "create_document":
+        from knowledge.models import Document
+
+        fields = {k: v for k, v in command.items() if k not in ("cmd", "team")}
+        document = Document.objects.create(
+            team=Team.objects.get(name=command.get("team", "alpha")),
+            **({"kind": "markdown", "size_bytes": 1, "stored_path": "none",
+                "category": "hardware-specific", "hardware": [], "status": "ready",
+                "filename": f"{fields.get('title', 'doc')}.md",
+                "content_hash": fields.get("title", "doc")} | fields))
+        return {"document": document.pk}
     if command["cmd"] == "publish":
         session = SearchSession.objects.get(pk=command["session"])
         seqs, published = [], []

@@ -58,3 +58,66 @@ def test_sessions_list_pages_on_the_server(page, live_server_process, login):
                            ".startsWith('0 sessions')")
     assert "No session matches." in page.inner_text("#session-list")
     assert not page.errors
+
+
+def test_approved_kernels_sort_filter_and_page_in_place(page, live_server_process, login):
+    server = live_server_process
+    pk = server.command("create_session", hardware="h200", status="finished")["session"]
+    for i in range(30):
+        cand = server.command("create_candidate", session=pk, node_id=f"k{i}", status="correct",
+                              speedup_vs_eager=1 + i, source=f"BLOCK = {i}\n")["candidate"]
+        server.command("approve", candidate=cand)
+    login(page, "alpha-viewer", "pw-viewer")
+    page.goto(server.url + "/review/approved/")
+    assert "page 1 of 2" in page.inner_text("#approved-list .list-total")
+    assert page.locator("#approved-kernels tbody tr").count() == 25
+    page.click("#approved-list a.sort[data-sort=eager]")  # fastest first
+    page.wait_for_url("**sort=-eager**")
+    page.wait_for_function("document.querySelector('#approved-kernels tbody tr')"
+                           ".innerText.includes('node k29')")
+    page.fill("#filter_min_speedup", "28")
+    page.wait_for_function("document.querySelector('#approved-list .list-total').innerText"
+                           ".startsWith('3 approved kernels')")
+    assert "min_speedup=28" in page.url and "sort=-eager" in page.url
+    assert page.locator("#approved-kernels tbody tr a.download-module").count() == 3
+    assert not page.errors
+
+
+def test_documents_list_searches_and_pages_in_place(page, live_server_process, login):
+    server = live_server_process
+    for i in range(30):
+        server.command("create_document", title=f"Tuning guide {i:02d}", hardware=["h100"])
+    server.command("create_document", title="CDNA3 ISA", vendor="amd", status="failed",
+                   hardware=["mi300x"])
+    login(page, "alpha-viewer", "pw-viewer")
+    page.goto(server.url + "/knowledge/")
+    assert "page 1 of 2" in page.inner_text("#document-list .list-total")
+    page.click("#document-list a.page-next")
+    page.wait_for_url("**page=2**")
+    page.select_option("#filter_status", "failed")
+    page.wait_for_function("document.querySelector('#document-list .list-total').innerText"
+                           ".startsWith('1 documents')")
+    assert "CDNA3 ISA" in page.inner_text("#documents-table") and "page=" not in page.url
+    page.select_option("#filter_status", "")
+    page.wait_for_function("document.querySelector('#document-list .list-total').innerText"
+                           ".startsWith('31 documents')")
+    page.fill("#filter_q", "guide 07")
+    page.wait_for_function("document.querySelector('#document-list .list-total').innerText"
+                           ".startsWith('1 documents')")
+    assert "Tuning guide 07" in page.inner_text("#documents-table")
+    assert not page.errors
+
+
+def test_a_candidate_never_approved_downloads_from_its_page(page, live_server_process, login):
+    server = live_server_process
+    pk = server.command("create_session", hardware="h200", status="finished")["session"]
+    cand = server.command("create_candidate", session=pk, node_id="7", status="incorrect",
+                          source="import torch\nBLOCK = 77  # not approved\n")["candidate"]
+    login(page, "alpha-viewer", "pw-viewer")
+    page.goto(f"{server.url}/sessions/candidates/{cand}/")
+    with page.expect_download() as download:
+        page.click("#download-candidate")
+    file = download.value
+    assert file.suggested_filename == f"kernelhub-session-{pk}-candidate-7.py"
+    assert "BLOCK = 77  # not approved" in open(file.path()).read()
+    assert not page.errors

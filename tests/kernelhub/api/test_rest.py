@@ -200,7 +200,8 @@ def test_knowledge_search_finds_an_ingested_manual(key_client, api_keys, workspa
 
 def test_api_applies_the_offline_coverage_gate_like_the_form(user_client, workspace, teams):
     """The browser and the REST API launch through one service: an offline session for a
-    problem the offline synthesizer cannot cover is refused by both, and nothing is stored."""
+    problem the offline synthesizer is known not to cover is refused by both, and nothing is
+    stored; a problem not checked yet launches at once and its loop checks it first."""
     from kernelhub.optimization import services
     from kernelhub.optimization.models import SearchSession
     team, engineer = teams["alpha"], teams["users"][("alpha", "engineer")]
@@ -210,10 +211,17 @@ def test_api_applies_the_offline_coverage_gate_like_the_form(user_client, worksp
                "    def forward(self, x):\n        return torch.sort(x, dim=-1).values\n\n"
                "def get_inputs():\n    return [torch.randn(8, 16)]\n\n"
                "def get_init_inputs():\n    return []\n")
+    body = {"problem": problem.pk, "hardware": "interpreter", "synthesizer": "offline",
+            "start": False}
+    unchecked = user_client("alpha", "engineer").post("/api/v1/sessions/", body, format="json")
+    assert unchecked.status_code == 201, unchecked.content
+    session = SearchSession.objects.get(pk=unchecked.json()["id"])
+    assert session.status_message.startswith("checking whether")
+    assert services.session_check_offline_coverage(session) is False
+    session.refresh_from_db()
+    assert session.status == "failed" and "does not cover" in session.status_message
     before = SearchSession.objects.count()
-    response = user_client("alpha", "engineer").post("/api/v1/sessions/", {
-        "problem": problem.pk, "hardware": "interpreter", "synthesizer": "offline",
-        "start": False}, format="json")
+    response = user_client("alpha", "engineer").post("/api/v1/sessions/", body, format="json")
     assert response.status_code == 400, response.content
     assert "does not cover" in str(response.json()["problem"])
     assert SearchSession.objects.count() == before

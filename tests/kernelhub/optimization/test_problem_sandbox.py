@@ -106,11 +106,15 @@ def test_uploaded_code_never_runs_in_the_web_process(client, teams, hardware, st
         response = client.post(reverse("optimization:session_new"),
                                form_data(hardware, team=teams["alpha"].pk, problem_file=upload))
         page = response.content.decode()
-        # The page answers: stored and launched (the problem is valid and covered).
+        # The page answers: stored and launched (the problem is valid); the session's loop
+        # first checks the coverage (also in the sandbox): covered.
         assert response.status_code == 302, page[:3000]
         problem = Problem.objects.get(name="hostile")
+        session = SearchSession.objects.get()
+        assert session.problem == problem
+        assert services.session_check_offline_coverage(session) is True
+        problem.refresh_from_db()
         assert problem.offline_coverage_state == "covered"
-        assert SearchSession.objects.get().problem == problem
         form = client.get(reverse("optimization:session_new") + f"?problem={problem.pk}")
         assert form.status_code == 200
         # Nothing of it ran here: not in this process, not as this process's child.

@@ -84,6 +84,9 @@ def test_each_distributed_state_reaches_the_api_the_page_and_the_dashboard(
                                              session.pk)
 
     present("gpu0@b", "gpu.h200")
+    assert api_state(teams, session)["state"] == "checking_problem"  # the loop's first step
+    type(library_problem).objects.filter(pk=library_problem.pk).update(
+        offline_coverage_state="covered", offline_coverage_sha256=library_problem.source_sha256)
     assert api_state(teams, session)["state"] == "running"
     WorkerPresence.objects.filter(name="gpu0@b").update(
         beat_at=timezone.now() - timedelta(minutes=1))  # it stopped beating

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
@@ -11,20 +13,7 @@ from kernelhub.optimization.models import Problem, SearchSession
 
 pytestmark = pytest.mark.django_db
 
-UNCOVERED_PROBLEM = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.sort(x, dim=-1).values
-
-def get_inputs():
-    return [torch.randn(8, 16)]
-
-def get_init_inputs():
-    return []
-'''
+UNCOVERED_PROBLEM = (Path(__file__).parents[2] / "sorter_problem.py").read_text()
 
 
 @pytest.fixture
@@ -111,17 +100,59 @@ def test_bad_budget_keeps_the_other_fields(client, teams, hardware, library_prob
     assert 'value="42"' in page and not SearchSession.objects.exists()
 
 
-def test_offline_synthesizer_refuses_an_uncovered_problem_up_front(client, teams, hardware,
-                                                                   started):
+def test_an_uncovered_upload_launches_at_once_and_its_loop_fails_it_saying_why(
+        client, teams, hardware, started):
+    """The launch never waits for the coverage analysis (issue 32 item 4): the session page
+    says what it waits on, and the loop's first step ends it with the reason."""
     login(client, "alpha", "engineer")
     upload = SimpleUploadedFile("sorter.py", UNCOVERED_PROBLEM.encode())
     response = client.post(reverse("optimization:session_new"),
                            form_data(hardware, team=teams["alpha"].pk, problem_file=upload))
-    page = response.content.decode()
-    assert response.status_code == 400
-    assert "offline synthesizer does not cover this problem" in page and "sort" in page
-    # The validated upload is kept, so the user can pick it with another synthesizer.
-    assert Problem.objects.filter(name="sorter").exists() and not SearchSession.objects.exists()
+    session = SearchSession.objects.get()
+    assert response.status_code == 302 and started == [session.pk]
+    page = client.get(response["Location"]).content.decode()
+    assert 'id="checking-problem"' in page and "checking whether the offline synthesizer" in page
+    assert services.session_check_offline_coverage(session) is False  # the loop's first step
+    session.refresh_from_db()
+    assert session.status == "failed"
+    assert "offline synthesizer does not cover this problem" in session.status_message
+    assert "sort" in session.status_message and "LLM synthesizer" in session.status_message
+    # The validated upload is kept, so the user can pick it with another synthesizer; now
+    # that its answer is known, a second offline launch is refused up front.
+    problem = Problem.objects.get(name="sorter")
+    again = client.post(reverse("optimization:session_new"),
+                        form_data(hardware, team=teams["alpha"].pk, problem=problem.pk))
+    assert again.status_code == 400
+    assert "offline synthesizer does not cover this problem" in again.content.decode()
+    assert SearchSession.objects.count() == 1
+
+
+def launch_library_problem(client, teams, hardware, problem) -> SearchSession:
+    login(client, "alpha", "engineer")
+    client.post(reverse("optimization:session_new"), form_data(
+        hardware, team=teams["alpha"].pk, problem=problem.pk))
+    return SearchSession.objects.get()
+
+
+def test_a_covered_problem_checked_by_the_loop_lets_the_search_start(
+        client, teams, hardware, library_problem, started):
+    session = launch_library_problem(client, teams, hardware, library_problem)
+    assert session.status_message.startswith("checking whether")
+    assert services.session_check_offline_coverage(session) is True
+    session.refresh_from_db()
+    assert session.status == "queued" and "covered" in session.status_message
+    page = client.get(reverse("optimization:session_detail", args=[session.pk])).content.decode()
+    assert 'id="checking-problem"' not in page
+
+
+def test_a_session_cancelled_during_the_check_stays_cancelled(
+        client, teams, hardware, library_problem, started):
+    session = launch_library_problem(client, teams, hardware, library_problem)
+    services.session_cancel(SearchSession.objects.get(pk=session.pk),
+                            teams["users"][("alpha", "engineer")])
+    assert services.session_check_offline_coverage(session) is False
+    session.refresh_from_db()
+    assert session.status == "cancelled"
 
 
 def test_coverage_partial(client, teams, library_problem, django_capture_on_commit_callbacks):

@@ -1,0 +1,340 @@
+"""Screening: many configurations of one candidate program, ranked cheaply in warm sandboxes.
+
+A search that autotunes within a program (the offline template's parameter space) needs a
+timing for each configuration, not a verdict. `screen()` gives that inside the evaluator's
+trust boundary, with the full evaluation's own parts:
+
+Parent (trusted)                                    Candidate sandbox (one, warm, many configs)
+------------------------------------------------    -------------------------------------------
+static checks of every configuration's source
+reference (the problem's sandbox, cached)
+stage the trials' inputs once                 --->  kept across configurations
+for each configuration:
+  load it                                     --->  build ModelNew afresh
+  one call on a trial the parent drew         --->  outputs back
+  compare with the reference (parent only)    <---
+  timing, timed outputs and a call after it   --->  the full evaluation's `_timed_checks`
+  evidence: timers, harness, threads?         --->  touched: failed, this sandbox thrown away
+
+The candidate's process never holds a reference output and decides nothing: the parent
+compares, and a configuration that patched the timers or the harness is failed and its
+sandbox replaced, so it cannot forge its own timing or another's. Configurations are spread
+over `workers` sandboxes whose compile passes run in parallel (timing still takes the GPU
+lock one at a time).
+
+A screening is never a reported result: it carries no status, reward or speedup. Only a
+full `evaluate()` can make a node correct, best, reviewable or rewarded; the search sends
+the best screened configurations to it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import secrets
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from search_engine.evaluation.candidate_run import CandidateRun
+from search_engine.evaluation.config import EvaluationConfig
+from search_engine.evaluation.integrity import runtime_checks as rc
+from search_engine.evaluation.pipeline import _reference, checked_request
+from search_engine.evaluation.reference import ReferenceCache, ReferenceData
+from search_engine.evaluation.result import TrialError
+from search_engine.evaluation.sandbox import (
+    ProtocolViolation,
+    SandboxDied,
+    SandboxSession,
+    SandboxTimeout,
+)
+from search_engine.hardware import HardwareTarget
+from search_engine.problems import Problem
+
+DEFAULT_SCREEN_TIMEOUT_S = 60.0  # per configuration
+
+
+@dataclass
+class ScreenedConfiguration:
+    """One configuration's screening: passed the spot-check and was timed, or why not."""
+
+    index: int  # its place in the list given to `screen`
+    passed: bool
+    reason: str
+    median_ms: float | None = None
+    iqr_ms: float | None = None
+    samples: int = 0
+    method: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ScreenResult:
+    """A family's screening; never a reported result (see the module's docstring)."""
+
+    configurations: list[ScreenedConfiguration]
+    target: str
+    duration_s: float = 0.0
+    sandboxes: int = 0
+    message: str = ""
+    phases: dict = field(default_factory=dict)
+
+    def ranked(self) -> list[ScreenedConfiguration]:
+        """The configurations that passed, fastest first (ties keep the given order)."""
+        passed = [c for c in self.configurations if c.passed and c.median_ms is not None]
+        return sorted(passed, key=lambda c: (c.median_ms, c.index))
+
+    def to_dict(self) -> dict:
+        return {"configurations": [c.to_dict() for c in self.configurations],
+                "target": self.target, "duration_s": self.duration_s,
+                "sandboxes": self.sandboxes, "message": self.message, "phases": self.phases}
+
+
+def screening_config(config: EvaluationConfig) -> EvaluationConfig:
+    """The full evaluation's settings with a short timing: one measurement of
+    `screen_min_timing_ms`, no retiming, one interpreter pass."""
+    return replace(config, min_timing_ms=min(config.min_timing_ms, config.screen_min_timing_ms),
+                   warmup_ms=min(config.warmup_ms, config.screen_warmup_ms),
+                   retime_attempts=0, interpreter_reps=1, ghost_replay=False, ncu="off")
+
+
+def screen(problem_source: Problem | str | Path, sources: list[str],
+           target: str | HardwareTarget = "auto", precision_policy: str = "strict",
+           timeout_s: float = DEFAULT_SCREEN_TIMEOUT_S, config: EvaluationConfig | None = None,
+           *, reference_cache: ReferenceCache | None = None, sandbox_pool=None,
+           workers: int | None = None) -> ScreenResult:
+    """Screen each of `sources` (Python defining `ModelNew`) against the problem: a
+    spot-check of one trial against the reference and a short timing, in warm sandboxes
+    (`timeout_s` each configuration). Bad problems, targets or policies raise like
+    `evaluate`; every configuration's failure is a `ScreenedConfiguration`, never an
+    exception."""
+    started = time.monotonic()
+    config = screening_config(config or EvaluationConfig())
+    problem, hw = checked_request(problem_source, target, precision_policy, timeout_s)
+    runs = [ScreenRun(problem, source, hw, precision_policy, timeout_s, config, index)
+            for index, source in enumerate(sources)]
+    done: dict[int, ScreenedConfiguration] = {}
+    for run in runs:
+        static = run.static_stage()
+        if static is not None:
+            done[run.index] = run.failed(f"{static.status}: {static.message}")
+    todo = [r for r in runs if r.index not in done]
+    result = ScreenResult([], hw.name)
+    if todo:
+        reference = _reference(problem, config, hw, reference_cache, precision_policy)
+        try:
+            if reference.defects:
+                why = "problem defect: " + "; ".join(reference.defects)
+                done.update({r.index: r.failed(why) for r in todo})
+            else:
+                chunks = _chunks(todo, workers or _default_workers(hw, len(todo)))
+                result.sandboxes = len(chunks)
+                with ThreadPoolExecutor(len(chunks), thread_name_prefix="kernelhub-screen") as pool:
+                    # each lane in a copy of this context: a cancel (the executor's scope)
+                    # reaches the sandboxes the lanes take
+                    lanes = [pool.submit(contextvars.copy_context().run, _screen_chunk, chunk,
+                                         reference, sandbox_pool) for chunk in chunks]
+                    for lane in lanes:
+                        done.update(lane.result())
+        finally:
+            if reference_cache is None and reference.link is not None:
+                reference.link.close()
+    result.configurations = [done[i] for i in range(len(sources))]
+    result.duration_s = round(time.monotonic() - started, 3)
+    passed = sum(c.passed for c in result.configurations)
+    result.message = f"{passed} of {len(sources)} configurations passed the spot-check"
+    return result
+
+
+def _default_workers(hw: HardwareTarget, count: int) -> int:
+    """One sandbox on the interpreter; on a GPU, up to a quarter of the cores compile in
+    parallel (each sandbox compiles its share; timing takes the GPU lock in turn)."""
+    if hw.is_interpreter:
+        return 1
+    return max(1, min(count, (os.cpu_count() or 4) // 4, 8))
+
+
+def _chunks(runs: list, workers: int) -> list[list]:
+    workers = max(1, min(workers, len(runs)))
+    return [runs[i::workers] for i in range(workers)]
+
+
+def _screen_chunk(runs: list["ScreenRun"], ref: ReferenceData,
+                  pool) -> dict[int, ScreenedConfiguration]:
+    """Screen `runs` one after another in one warm sandbox, replaced whenever a
+    configuration killed it, timed out, broke the protocol or tampered with it."""
+    out: dict[int, ScreenedConfiguration] = {}
+    lane: _Lane | None = None
+    try:
+        for run in runs:
+            if lane is None:
+                lane = _Lane(run, ref, pool)
+                if lane.error:
+                    out[run.index] = run.failed(lane.error)
+                    lane = None
+                    continue
+            out[run.index] = lane.screen(run)
+            if lane.spoiled:
+                lane.close()
+                lane = None
+    finally:
+        if lane is not None:
+            lane.close()
+    return out
+
+
+class ScreenRun(CandidateRun):
+    """One configuration, screened: the full evaluation's run with a screening config."""
+
+    def __init__(self, problem: Problem, candidate: str, hw: HardwareTarget, policy: str,
+                 timeout_s: float, config: EvaluationConfig, index: int):
+        super().__init__(problem, candidate, hw, policy, timeout_s, config)
+        self.index = index
+        self.lock_wait_s = 0.0
+
+    def failed(self, reason: str) -> ScreenedConfiguration:
+        return ScreenedConfiguration(self.index, False, reason[:1000])
+
+
+class _Lane:
+    """One warm sandbox with the trials' inputs staged, screening configurations in turn."""
+
+    def __init__(self, first: ScreenRun, ref: ReferenceData, pool):
+        self.ref, self.error, self.spoiled = ref, "", False
+        self.resident = None
+        first._ref = ref
+        try:
+            self.session: SandboxSession = first._session(pool)
+            if not self.session.started:
+                self.session.start()
+            self._stage(first)
+        except (SandboxDied, SandboxTimeout, ProtocolViolation) as exc:
+            self.error = f"the screening sandbox did not start: {exc}"
+            self.close()
+
+    def _stage(self, run: ScreenRun) -> None:
+        ref = self.ref
+        self.trial = secrets.randbelow(len(ref.schedule))  # the spot-checked trial
+        if ref.resident:
+            from search_engine.evaluation.resident import ResidentDrive
+
+            self.resident = ResidentDrive(run, self.session, ref)
+            self.resident.link.slots.acquire()
+            self.set_id = secrets.randbelow(1 << 20)
+            self.resident._open(self.trial, self.set_id)
+        else:
+            self.set_ids = run._stage_sets(self.session, list(ref.inputs))
+            self.set_id = self.set_ids[self.trial]
+
+    def screen(self, run: ScreenRun) -> ScreenedConfiguration:
+        run._ref = self.ref
+        session = self.session
+        session.renew(run.timeout_s)
+        path = session.workdir / f"config_{run.index:04d}.py"
+        path.write_text(run.candidate)
+        try:
+            return self._screen(run, session, path)
+        except SandboxTimeout:
+            self.spoiled = True
+            return run.failed(f"timeout: did not finish within {run.timeout_s:g} s")
+        except SandboxDied as exc:
+            self.spoiled = True
+            return run.failed(f"runtime_error: its sandbox died ({exc})")
+        except ProtocolViolation as exc:
+            self.spoiled = True
+            return run.failed(f"hack_suspected: protocol.violation: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a reply the parent could not read
+            self.spoiled = True
+            return run.failed(f"hack_suspected: the parent could not use the sandbox's "
+                              f"replies: {type(exc).__name__}: {exc}")
+
+    def _screen(self, run: ScreenRun, session: SandboxSession,
+                path: Path) -> ScreenedConfiguration:
+        reply = run._load(session, self.ref, path)
+        if not reply.get("ok"):
+            return run.failed(_failure(reply))
+        warm = run._warm(session, self.set_id)
+        if warm is not None:
+            return run.failed(_failure(warm))
+        verdict, streams = self._spot_check(run, session)
+        if verdict is None:
+            return run.failed(streams)
+        if not verdict.passed:
+            return self._tampered(run, session) or run.failed(
+                f"incorrect: trial {self.trial}: {verdict.note}")
+        report = {"timing": {}, "trials": [{"streams": streams}]}
+        run._set_ids = self.set_ids if self.resident is None else [self.set_id]
+        if self.resident is not None:
+            self.resident.run = run
+            self.resident._timed_checks(report)
+        else:
+            run._timed_checks(session, self.ref, report)
+        tampered = self._tampered(run, session)
+        if tampered is not None:
+            return tampered
+        if report.get("timing_error"):
+            return run.failed(f"runtime_error: failed while timed: {report['timing_error']}")
+        wrong = [c for c in report.get("timed_consistency", [])
+                 if not c["rel_norm_diff"] <= run.tolerance.rel_norm]
+        if wrong:
+            when = "after timing" if wrong[0].get("after_timing") else "of the timed loop"
+            return run.failed(f"incorrect: the outputs {when} differ from the reference "
+                              f"(relative error {wrong[0]['rel_norm_diff']:.3g})")
+        flags = rc.check_wallclock(report, run.config.wallclock_mismatch_factor)
+        if flags:
+            return run.failed(f"hack_suspected: {flags[0].check}: {flags[0].evidence}")
+        stats = report["timing"]["candidate"]
+        return ScreenedConfiguration(run.index, True, "passed the spot-check",
+                                     stats.get("median_ms"), stats.get("iqr_ms"),
+                                     int(stats.get("samples") or 0), stats.get("method", ""))
+
+    def _spot_check(self, run: ScreenRun, session: SandboxSession) -> tuple:
+        """The verdict on one call at the staged trial, and that call's streams; or (None,
+        why) when the call failed."""
+        if self.resident is not None:
+            self.resident.run = run
+            reply = self.resident._call(self.set_id)
+            if not reply.get("ok"):
+                return None, _failure(reply)
+            judged, _ = self.resident._judge(self.set_id, reply, compare=self.trial)
+            return TrialError(**judged["verdict"]), reply["evidence"]["streams"]
+        reply, out = run._call(session, self.set_id, False, run._output_cap(self.ref))
+        if not reply.get("ok"):
+            return None, _failure(reply)
+        seed = self.ref.schedule[self.trial][0]
+        verdict = run._compare(self.trial, seed, out, self.ref.outputs64[self.trial])
+        return verdict, reply["evidence"]["streams"]
+
+    def _tampered(self, run: ScreenRun, session: SandboxSession) -> ScreenedConfiguration | None:
+        """A configuration that replaced the timers or the harness, or started threads (which
+        could slow the configurations after it): failed, and the sandbox is spoiled."""
+        reply, _ = session.request("evidence")
+        flags = (rc.check_timer_tampering(reply) + rc.check_harness_patch(reply)
+                 + rc.check_threads(reply))
+        if not flags:
+            return None
+        self.spoiled = True
+        return run.failed("hack_suspected: " + "; ".join(f"{f.check}: {f.evidence}"
+                                                         for f in flags))
+
+    def close(self) -> None:
+        session = getattr(self, "session", None)
+        if self.resident is not None:
+            for index in list(self.resident.handles):
+                self.resident._drop(index, candidate=False)
+            self.resident.link.slots.release()
+            self.resident = None
+        if session is not None:
+            session.close()
+            shutil.rmtree(session.workdir, ignore_errors=True)
+            self.session = None
+
+
+def _failure(reply: dict) -> str:
+    kind = {"compile": "compile_error", "output": "incorrect"}.get(reply.get("error"),
+                                                                    "runtime_error")
+    return f"{kind}: {reply.get('message', 'the configuration failed')}"

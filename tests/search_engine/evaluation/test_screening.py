@@ -1,0 +1,112 @@
+"""Screening (issue 29): many configurations of one program in one warm sandbox, each
+spot-checked by the parent against the reference and timed; never a reported result."""
+
+from __future__ import annotations
+
+import pytest
+
+from search_engine.evaluation.config import EvaluationConfig
+from search_engine.evaluation.reference import ReferenceCache
+from search_engine.evaluation.screening import screen
+from search_engine.problems_library import library_problem
+from tests.search_engine.evaluation.conftest import candidate
+
+CLEAN = candidate("clean_softmax")
+WRONG = CLEAN.replace("num / tl.sum(num, axis=0)", "num / (tl.sum(num, axis=0) + 1.0)")
+WIDER = CLEAN.replace("BLOCK=triton.next_power_of_2", "BLOCK=2 * triton.next_power_of_2")
+
+
+@pytest.fixture(scope="module")
+def tiny_softmax():
+    return library_problem("softmax", scale="small").with_sizes(batch_size=4, dim=32)
+
+
+@pytest.fixture(scope="module")
+def references():
+    cache = ReferenceCache()
+    yield cache
+    cache.close()
+
+
+def run_screen(problem, sources, references, **config_changes):
+    config = EvaluationConfig(ncu="off", **config_changes)
+    return screen(problem, sources, target="interpreter", config=config, timeout_s=60,
+                  reference_cache=references)
+
+
+def test_every_configuration_is_timed_and_a_wrong_one_fails_the_spot_check(
+        tiny_softmax, references):
+    result = run_screen(tiny_softmax, [CLEAN, WRONG, WIDER], references)
+    clean, wrong, wider = result.configurations
+    for timed in (clean, wider):
+        assert timed.passed, timed.reason
+        assert timed.median_ms > 0 and timed.samples >= 1 and timed.method == "interpreter"
+    assert not wrong.passed and wrong.median_ms is None
+    assert wrong.reason.startswith("incorrect: trial "), wrong.reason
+    assert [c.index for c in result.ranked()] == sorted(
+        [0, 2], key=lambda i: result.configurations[i].median_ms)
+    assert result.sandboxes == 1  # one warm sandbox screened all three
+
+
+def test_a_configuration_cannot_find_the_reference_outputs(tiny_softmax, references):
+    """It searches its whole process for the answer; the parent never sent it there."""
+    source = candidate("screening/finds_reference")
+    result = run_screen(tiny_softmax, [source], references, static_checks=False)
+    (found,) = result.configurations
+    assert not found.passed and found.reason.startswith("incorrect"), found.reason
+
+
+def test_a_forged_timing_fails_and_the_next_configuration_gets_a_clean_sandbox(
+        tiny_softmax, references):
+    forger = candidate("screening/forges_timing")
+    threads = candidate("screening/starts_thread")
+    result = run_screen(tiny_softmax, [forger, CLEAN, threads, CLEAN], references,
+                        static_checks=False)
+    forged, clean, threaded, clean_again = result.configurations
+    assert not forged.passed and forged.median_ms is None
+    assert "runtime.harness_patch" in forged.reason and "on_time" in forged.reason
+    assert "runtime.timer_patch" in forged.reason and "time.perf_counter" in forged.reason
+    assert clean.passed and clean.median_ms > 1e-3, clean  # timed by an untouched harness
+    assert not threaded.passed and "runtime.thread_spawn" in threaded.reason, threaded.reason
+    assert clean_again.passed, clean_again.reason  # in a sandbox of its own
+
+
+def test_static_checks_fail_a_configuration_before_any_sandbox(tiny_softmax, references):
+    result = run_screen(tiny_softmax, [candidate("timer_patch")], references)
+    (patched,) = result.configurations
+    assert not patched.passed and patched.reason.startswith("hack_suspected"), patched.reason
+    assert result.sandboxes == 0
+
+
+def test_resident_screening_spot_checks_in_the_problems_sandbox(tiny_softmax):
+    """Tensors kept in shared buffers (the GPU's way): the problem's sandbox compares."""
+    forger = candidate("screening/forges_timing")
+    result = screen(tiny_softmax, [WRONG, forger, CLEAN], target="interpreter", timeout_s=60,
+                    config=EvaluationConfig(ncu="off", resident="on", static_checks=False))
+    wrong, forged, clean = result.configurations
+    assert wrong.reason.startswith("incorrect: trial "), wrong.reason
+    assert "runtime.harness_patch" in forged.reason, forged.reason
+    assert clean.passed and clean.median_ms > 0, clean.reason
+
+
+def test_a_cancelled_screening_kills_the_sandboxes_of_its_lanes(tiny_softmax):
+    """The executor's cancel reaches sandboxes the screening's lanes took (their threads
+    run in the cancelled evaluation's context): the hanging configuration ends now, not
+    after its 300 s."""
+    import time
+
+    from search_engine.evaluation.executor import LocalExecutor
+    from search_engine.protocols import ScreenRequest
+
+    with LocalExecutor(max_workers=1, config=EvaluationConfig(ncu="off"),
+                       warm_sandboxes=False) as executor:
+        first = executor.screen(ScreenRequest(tiny_softmax, [CLEAN], "interpreter"))
+        assert first.result().configurations[0].passed  # the reference is cached now
+        future = executor.screen(ScreenRequest(tiny_softmax, [candidate("hang"), CLEAN],
+                                               "interpreter", timeout_s=300))
+        while not future.running():
+            time.sleep(0.05)
+        time.sleep(1.0)  # most likely inside the hanging call; any stage must end alike
+        executor.cancel(future)
+        hung, after = future.result(timeout=120).configurations
+    assert not hung.passed and not after.passed  # every sandbox it takes is killed

@@ -1,0 +1,13 @@
+"""A valid KernelBench problem the offline synthesizer does not cover (a sort)."""
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sort(x, dim=-1).values
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+def get_init_inputs():
+    return []
