@@ -230,6 +230,9 @@ KERNELHUB_EVAL_MAX_ATTEMPTS = env_int("KERNELHUB_EVAL_MAX_ATTEMPTS", 3)
 KERNELHUB_EVAL_SOFT_LIMIT_S = env_float("KERNELHUB_EVAL_SOFT_LIMIT_S",
                                         KERNELHUB_EVAL_TIMEOUT_S * 4 + 60)
 KERNELHUB_EVAL_HARD_LIMIT_S = KERNELHUB_EVAL_SOFT_LIMIT_S + 60
+# One screening (issue 29) compiles and times a whole family (up to hundreds) in one worker.
+KERNELHUB_SCREEN_SOFT_LIMIT_S = env_float("KERNELHUB_SCREEN_SOFT_LIMIT_S",
+                                          max(KERNELHUB_EVAL_SOFT_LIMIT_S, 1800.0))
 # A queued evaluation no worker took in this long is dropped by the broker (the ledger then
 # fails it with that reason); a session's loop is owned by a lease renewed this often.
 KERNELHUB_EVAL_QUEUE_EXPIRES_S = env_float("KERNELHUB_EVAL_QUEUE_EXPIRES_S", 6 * 3600.0)
