@@ -243,7 +243,8 @@ KERNELHUB_WORKER_BEAT_S = env_float("KERNELHUB_WORKER_BEAT_S", 2.0)
 # (Session loops may run longer; their lease, not the message, says who runs them.)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("KERNELHUB_VISIBILITY_TIMEOUT_S",
-                                  int(max(2 * KERNELHUB_EVAL_HARD_LIMIT_S, 7200))),
+                                  int(max(2 * KERNELHUB_EVAL_HARD_LIMIT_S,
+                                          2 * (KERNELHUB_SCREEN_SOFT_LIMIT_S + 60), 7200))),
     "socket_keepalive": True, "socket_connect_timeout": 5, "retry_on_timeout": True,
     "health_check_interval": 10,
 }
