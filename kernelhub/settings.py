@@ -230,6 +230,9 @@ KERNELHUB_EVAL_MAX_ATTEMPTS = env_int("KERNELHUB_EVAL_MAX_ATTEMPTS", 3)
 KERNELHUB_EVAL_SOFT_LIMIT_S = env_float("KERNELHUB_EVAL_SOFT_LIMIT_S",
                                         KERNELHUB_EVAL_TIMEOUT_S * 4 + 60)
 KERNELHUB_EVAL_HARD_LIMIT_S = KERNELHUB_EVAL_SOFT_LIMIT_S + 60
+# One screening (issue 29) compiles and times a whole family (up to hundreds) in one worker.
+KERNELHUB_SCREEN_SOFT_LIMIT_S = env_float("KERNELHUB_SCREEN_SOFT_LIMIT_S",
+                                          max(KERNELHUB_EVAL_SOFT_LIMIT_S, 1800.0))
 # A queued evaluation no worker took in this long is dropped by the broker (the ledger then
 # fails it with that reason); a session's loop is owned by a lease renewed this often.
 KERNELHUB_EVAL_QUEUE_EXPIRES_S = env_float("KERNELHUB_EVAL_QUEUE_EXPIRES_S", 6 * 3600.0)
@@ -240,7 +243,8 @@ KERNELHUB_WORKER_BEAT_S = env_float("KERNELHUB_WORKER_BEAT_S", 2.0)
 # (Session loops may run longer; their lease, not the message, says who runs them.)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("KERNELHUB_VISIBILITY_TIMEOUT_S",
-                                  int(max(2 * KERNELHUB_EVAL_HARD_LIMIT_S, 7200))),
+                                  int(max(2 * KERNELHUB_EVAL_HARD_LIMIT_S,
+                                          2 * (KERNELHUB_SCREEN_SOFT_LIMIT_S + 60), 7200))),
     "socket_keepalive": True, "socket_connect_timeout": 5, "retry_on_timeout": True,
     "health_check_interval": 10,
 }

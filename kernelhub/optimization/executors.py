@@ -3,7 +3,9 @@
 - embedded default: `search_engine.evaluation.executor.LocalExecutor` (sandboxed
   subprocesses on this host, one timing at a time per GPU), shared by the process;
 - distributed mode: `CeleryExecutor`, which queues each evaluation on `gpu.<target>` and
-  follows it in the `EvaluationJob` ledger until a result is stored there.
+  follows it in the `EvaluationJob` ledger until a result is stored there; a screening of a
+  family of configurations (issue 29) is one more job of that ledger and queue, run by
+  `kernelhub.screen_family` in one worker.
 
 Both take `submit(request, key=None)`: `key` names the evaluation, so asking again for the
 same one (a rebuilt loop, a retried request) gets the stored or running one, not a new run.
@@ -17,6 +19,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import asdict
 from datetime import timedelta
+from typing import Callable
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -27,18 +30,46 @@ from kernelhub.optimization import ledger
 from kernelhub.optimization.models import EvaluationJob
 from kernelhub.queues import gpu_queue
 from search_engine.evaluation.result import EvaluationResult
-from search_engine.protocols import EvaluationRequest
+from search_engine.protocols import EvaluationRequest, ScreenRequest
 
 logger = logging.getLogger(__name__)
 EVALUATE_TASK = "kernelhub.evaluate_candidate"
+SCREEN_TASK = "kernelhub.screen_family"
 WATCH_POLL_S = 0.5
 Job = EvaluationJob.State
 
 
-def request_payload(request: EvaluationRequest) -> dict:
+def request_payload(request: EvaluationRequest | ScreenRequest) -> dict:
     payload = asdict(request)
     payload["options"] = {k: v for k, v in request.options.items() if k != "config"}
     return payload
+
+
+def is_screening(job: EvaluationJob) -> bool:
+    """A screening job carries a family (`sources`), an evaluation one candidate."""
+    return "sources" in (job.request or {})
+
+
+def screen_job_key(session_id: int | None, request: ScreenRequest) -> str:
+    """Named by the family it screens, like `session_job_key` (a rebuilt loop gets it back)."""
+    digest = hashlib.sha256("\0".join((
+        request.problem_source, *request.sources, request.target,
+        request.precision_policy)).encode()).hexdigest()[:40]
+    return f"screen:{session_id}:{digest}"
+
+
+class ScreeningFailed(RuntimeError):
+    """The screening could not run (a bad problem or host, or the infrastructure lost it):
+    the search then fully evaluates the family's children, as without screening."""
+
+
+def screen_result(stored: dict) -> ScreenResult:
+    """A screening job's stored result; one without configurations is its failure."""
+    if "configurations" not in stored:
+        raise ScreeningFailed(stored.get("message") or "the screening failed")
+    from search_engine.evaluation.screening import ScreenResult  # sandbox code: on use
+
+    return ScreenResult.from_dict(stored)
 
 
 def session_job_key(session_id: int | None, request: EvaluationRequest) -> str:
@@ -79,7 +110,7 @@ def send_evaluation(job: EvaluationJob, reason: str = "") -> Exception | None:
         return None
     epoch = broker_epoch()
     try:
-        task_named(EVALUATE_TASK).apply_async(
+        task_named(SCREEN_TASK if is_screening(job) else EVALUATE_TASK).apply_async(
             args=[job.pk], queue=job.queue, task_id=task_id,
             expires=settings.KERNELHUB_EVAL_QUEUE_EXPIRES_S)
     except Exception as exc:
@@ -131,17 +162,27 @@ class CeleryExecutor:
         self.session_id = session_id
         self.retry_unsent = retry_unsent  # False: a broker down at submit raises instead
         self._futures: dict[int, Future] = {}
+        self._decoders: dict[int, Callable[[dict], object]] = {}  # stored result -> value
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
 
     def submit(self, request: EvaluationRequest, key: str | None = None) -> Future:
-        job = ledger.job_open(key=key or session_job_key(self.session_id, request),
-                              queue=gpu_queue(request.target),
+        return self._open(key or session_job_key(self.session_id, request), request,
+                          EvaluationResult.from_dict)
+
+    def screen(self, request: ScreenRequest, key: str | None = None) -> Future:
+        """Screen a family on one worker of `gpu.<target>`: a future of its `ScreenResult`
+        (or of `ScreeningFailed`); cancelling the future cancels and revokes the job."""
+        return self._open(key or screen_job_key(self.session_id, request), request,
+                          screen_result)
+
+    def _open(self, key: str, request, decode: Callable[[dict], object]) -> Future:
+        job = ledger.job_open(key=key, queue=gpu_queue(request.target),
                               request=request_payload(request), session_id=self.session_id)
         future: Future = Future()
         if job.state == Job.DONE:
-            future.set_result(EvaluationResult.from_dict(job.result))
+            _resolve(future, decode, job.result)
             return future
         if not job.task_id:
             error = send_evaluation(job)
@@ -150,6 +191,7 @@ class CeleryExecutor:
                 raise error
         with self._lock:
             self._futures[job.pk] = future
+            self._decoders[job.pk] = decode
         self._start_watcher()
         return future
 
@@ -202,7 +244,8 @@ class CeleryExecutor:
                 revoke([ledger.job_cancel(job.pk)])
                 self._forget(job.pk)
             elif job.state == Job.DONE:
-                future.set_result(EvaluationResult.from_dict(job.result))
+                _resolve(future, self._decoders.get(job.pk, EvaluationResult.from_dict),
+                         job.result)
                 self._forget(job.pk)
             elif job.state == Job.CANCELLED:
                 future.cancel()
@@ -215,6 +258,14 @@ class CeleryExecutor:
     def _forget(self, pk: int) -> None:
         with self._lock:
             self._futures.pop(pk, None)
+            self._decoders.pop(pk, None)
+
+
+def _resolve(future: Future, decode: Callable[[dict], object], stored: dict) -> None:
+    try:
+        future.set_result(decode(stored))
+    except Exception as exc:  # a failed screening: the caller's future says why
+        future.set_exception(exc)
 
 
 _local_executor = None

@@ -1,4 +1,5 @@
-"""The new-session form: a problem (picked or uploaded), a target, a strategy and a budget."""
+"""The new-session form: a problem (picked or uploaded), a target, a strategy, a budget and
+the screening (issue 29)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from django import forms
 from django.conf import settings
 from django.db.models import Q
 
-from kernelhub.optimization.models import Budget, SearchSession
+from kernelhub.optimization.models import Budget, Screening, SearchSession
+from search_engine.search.config import GPU_SCREEN
 from kernelhub.optimization.selectors import (
     hardware_target_list, problem_list_for_user, targets_with_a_worker,
 )
@@ -37,6 +39,30 @@ class SessionForm(forms.Form):
                                        max_value=Budget.COST_USD[1], initial=0,
                                        label="Budget: LLM cost (USD, 0 = no limit)")
     seed = forms.IntegerField(initial=0)
+    screen = forms.IntegerField(
+        required=False, min_value=Screening.CONFIGURATIONS[0],
+        max_value=Screening.CONFIGURATIONS[1], label="Configurations screened per expansion",
+        help_text=f"Screening times many configurations (tile sizes, warps, stages) of one "
+                  f"candidate program cheaply: a spot-check of correctness and a short timing "
+                  f"in one warm sandbox. Only the fastest (the finalists) get the full "
+                  f"evaluation, and only fully evaluated kernels can be the best or be "
+                  f"reviewed. Blank = auto: off on the interpreter, {GPU_SCREEN} on a GPU; "
+                  f"0 = off (every child fully evaluated).",
+        error_messages={
+            "invalid": "Configurations screened: enter a whole number, or leave it blank for "
+                       "auto.",
+            "min_value": "Configurations screened cannot be negative (0 turns screening off).",
+            "max_value": f"Configurations screened: at most {Screening.CONFIGURATIONS[1]} per "
+                         f"expansion."})
+    screen_finalists = forms.IntegerField(
+        required=False, min_value=Screening.FINALISTS[0], max_value=Screening.FINALISTS[1],
+        label="Finalists per expansion",
+        help_text="How many of the screened configurations are fully evaluated. Blank: the "
+                  "search's children per step.",
+        error_messages={
+            "invalid": "Finalists: enter a whole number, or leave it blank.",
+            "min_value": "Finalists: at least 1 (to turn screening off, screen 0).",
+            "max_value": f"Finalists: at most {Screening.FINALISTS[1]} per expansion."})
     llm_models = forms.CharField(
         required=False, max_length=500, label="LLM models",
         help_text="LLM synthesizer only: comma-separated model names, name@https://host/v1 for "
@@ -92,10 +118,25 @@ class SessionForm(forms.Form):
             raise forms.ValidationError("Pick a problem or upload one.")
         if data.get("problem") and data.get("problem_file"):
             raise forms.ValidationError("Pick a problem or upload one, not both.")
+        screen, finalists = data.get("screen"), data.get("screen_finalists")
+        if screen and finalists and finalists > screen:
+            self.add_error("screen_finalists", f"Finalists ({finalists}) cannot exceed the "
+                                               f"configurations screened ({screen}).")
         problem, team = data.get("problem"), data.get("team")
         if problem is not None and team is not None and problem.team_id not in (None, team.pk):
             self.add_error("problem", "That problem belongs to another team.")
         return data
+
+    def session_config(self) -> dict:
+        """What the valid form puts in `session.config`: the LLM models (LLM synthesizer
+        only) and the screening the user chose (blank: the target's default, decided by the
+        loop)."""
+        data = self.cleaned_data
+        config = {key: data[key] for key in ("screen", "screen_finalists")
+                  if data.get(key) is not None}
+        if data.get("llm_models") and data["synthesizer"] != SearchSession.SynthesizerKind.OFFLINE:
+            config["llm_models"] = data["llm_models"]
+        return config
 
 
 def _team_queryset(teams):

@@ -108,6 +108,15 @@ class Budget:
     DEFAULT_MINUTES = 30.0
 
 
+class Screening:
+    """A session's screening (issue 29) bounds, kept in `config` as `screen` (configurations
+    screened per expansion; absent = the target's default) and `screen_finalists` (how many
+    of them get the full evaluation): the form and the service read these."""
+
+    CONFIGURATIONS = (0, 1024)
+    FINALISTS = (1, 64)
+
+
 class SearchSession(models.Model):
     class Strategy(models.TextChoices):
         MCTS = "mcts", "MCTS"

@@ -12,7 +12,9 @@ from django.utils import timezone
 from kernelhub import placement
 from kernelhub.optimization.candidates import candidate_created_fields, candidate_result_fields
 from kernelhub.optimization.events import publish_session_event
-from kernelhub.optimization.models import Budget, Candidate, HardwareTarget, Problem, SearchSession
+from kernelhub.optimization.models import (
+    Budget, Candidate, HardwareTarget, Problem, Screening, SearchSession,
+)
 from kernelhub.optimization.problem_services import (  # noqa: F401  (re-exported)
     MAX_PROBLEM_BYTES,
     hardware_targets_sync,
@@ -67,6 +69,7 @@ def session_create(
     low, high = Budget.COST_USD
     if not low <= budget_cost_usd <= high:
         raise ValidationError(f"The LLM cost budget must be between {low:g} and {high:g} USD.")
+    _check_screening(config or {})
     with transaction.atomic():
         session = SearchSession.objects.create(
             team=team, problem=problem, hardware=hardware, strategy=strategy,
@@ -77,6 +80,21 @@ def session_create(
         )
         publish_session_event(session, "status_changed", {"status": session.status})
     return session
+
+
+def _check_screening(config: dict) -> None:
+    """The screening a session's config asks for is within `Screening`'s bounds."""
+    for key, (low, high), what in (
+            ("screen", Screening.CONFIGURATIONS, "Configurations screened per expansion"),
+            ("screen_finalists", Screening.FINALISTS, "Finalists per expansion")):
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not low <= value <= high):
+            raise ValidationError(f"{what} must be a whole number between {low} and {high}.")
+    screen, finalists = config.get("screen"), config.get("screen_finalists")
+    if screen and finalists and finalists > screen:
+        raise ValidationError(f"Finalists per expansion ({finalists}) cannot exceed the "
+                              f"configurations screened ({screen}).")
 
 
 def session_set_status(session: SearchSession, status: str, message: str = "") -> SearchSession:

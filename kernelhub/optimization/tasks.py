@@ -1,6 +1,6 @@
-"""Celery tasks (thin): session loops and problem coverage on queue `search`, evaluations on
-`gpu.<target>`. `kernelhub.placement` decides where each runs (in the embedded default it
-calls the same bodies in a thread of the server)."""
+"""Celery tasks (thin): session loops and problem coverage on queue `search`, evaluations and
+screenings on `gpu.<target>`. `kernelhub.placement` decides where each runs (in the embedded
+default it calls the same bodies in a thread of the server)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kernelhub.optimization.executors import local_executor
 from kernelhub.optimization.models import EvaluationJob
 from kernelhub.optimization.services import problem_offline_coverage_compute
 from search_engine.evaluation.result import EvaluationResult
-from search_engine.protocols import EvaluationRequest
+from search_engine.protocols import EvaluationRequest, ScreenRequest
 
 logger = logging.getLogger(__name__)
 BUSY_RETRY_S = 2 * ledger.JOB_ALIVE_S  # a delivery that found another one running waits
@@ -30,22 +30,40 @@ BUSY_RETRY_S = 2 * ledger.JOB_ALIVE_S  # a delivery that found another one runni
 def evaluate_candidate_task(self, job_id: int) -> str:
     """Run ledger job `job_id` on this worker's GPU if this delivery is the current one;
     the result goes to the ledger, once. Returns what happened (for the worker's log)."""
-    claim = ledger.job_claim(job_id, self.request.id, self.request.hostname or "worker")
+    return _run_job(self, job_id, lambda executor, request: executor.submit(
+        EvaluationRequest(**request)), _evaluate)
+
+
+@shared_task(name="kernelhub.screen_family", bind=True, acks_late=True,
+             reject_on_worker_lost=True, max_retries=20,
+             soft_time_limit=settings.KERNELHUB_SCREEN_SOFT_LIMIT_S,
+             time_limit=settings.KERNELHUB_SCREEN_SOFT_LIMIT_S + 60)
+def screen_family_task(self, job_id: int) -> str:
+    """Screen ledger job `job_id`'s family of configurations (issue 29) in this worker, as
+    `evaluate_candidate_task` runs an evaluation; the ScreenResult dict goes to the ledger."""
+    return _run_job(self, job_id, lambda executor, request: executor.screen(
+        ScreenRequest(**request)), _screened)
+
+
+def _run_job(task, job_id: int, start, outcome) -> str:
+    """The ledger's side of a GPU job: claim this delivery, `start(executor, request)` with a
+    heartbeat (a job cancelled meanwhile kills its work), store `outcome(future, request)`."""
+    claim = ledger.job_claim(job_id, task.request.id, task.request.hostname or "worker")
     if claim == "busy":  # a redelivery while the first run may still beat: look again soon
-        raise self.retry(countdown=BUSY_RETRY_S)
+        raise task.retry(countdown=BUSY_RETRY_S)
     if claim != "run":
         return claim
     beating = threading.Event()
     request = EvaluationJob.objects.get(pk=job_id).request
     executor = local_executor()
-    future = executor.submit(EvaluationRequest(**request))
-    threading.Thread(target=_beat, args=(job_id, self.request.id, beating,
+    future = start(executor, request)
+    threading.Thread(target=_beat, args=(job_id, task.request.id, beating,
                                          lambda: executor.cancel(future)), daemon=True).start()
     try:
-        result = _evaluate(future, request)
+        result = outcome(future, request)
     finally:
         beating.set()
-    stored = ledger.with_db_retry(lambda: ledger.job_store(job_id, self.request.id, result))
+    stored = ledger.with_db_retry(lambda: ledger.job_store(job_id, task.request.id, result))
     return "stored" if stored else "duplicate"
 
 
@@ -53,15 +71,30 @@ def _evaluate(future, request: dict) -> dict:
     try:
         return future.result().to_dict()
     except CancelledError:  # the job was cancelled before it started: nothing is stored
-        return EvaluationResult(
-            status="runtime_error", target=request["target"],
-            precision_policy=request.get("precision_policy", "strict"),
-            message="the evaluation was cancelled").to_dict()
+        return _failure(request, "the evaluation was cancelled")
     except SoftTimeLimitExceeded:
-        return EvaluationResult(
-            status="timeout", target=request["target"],
-            precision_policy=request.get("precision_policy", "strict"),
-            message=f"the evaluation ran past {settings.KERNELHUB_EVAL_SOFT_LIMIT_S:g} s").to_dict()
+        return _failure(request, f"the evaluation ran past "
+                                 f"{settings.KERNELHUB_EVAL_SOFT_LIMIT_S:g} s", "timeout")
+
+
+def _screened(future, request: dict) -> dict:
+    """The ScreenResult dict, or a failure without configurations (the search then fully
+    evaluates the family's children, as when screening fails locally)."""
+    try:
+        return future.result().to_dict()
+    except CancelledError:
+        return _failure(request, "the screening was cancelled")
+    except SoftTimeLimitExceeded:
+        return _failure(request, f"the screening ran past "
+                                 f"{settings.KERNELHUB_SCREEN_SOFT_LIMIT_S:g} s", "timeout")
+    except Exception as exc:  # a bad problem, target or host: nothing was screened
+        return _failure(request, f"the screening could not run: {type(exc).__name__}: {exc}")
+
+
+def _failure(request: dict, message: str, status: str = "runtime_error") -> dict:
+    return EvaluationResult(status=status, target=request["target"],
+                            precision_policy=request.get("precision_policy", "strict"),
+                            message=message).to_dict()
 
 
 def _beat(job_id: int, task_id: str, stop: threading.Event, on_lost=None) -> None:

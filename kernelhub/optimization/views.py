@@ -139,9 +139,7 @@ def _create_session_from_form(request, form: SessionForm) -> SearchSession | Non
             start=False, strategy=data["strategy"], synthesizer=data["synthesizer"],
             budget_evaluations=data["budget_evaluations"], budget_minutes=data["budget_minutes"],
             budget_cost_usd=data["budget_cost_usd"], precision_policy=data["precision_policy"],
-            seed=data["seed"],
-            config={"llm_models": data["llm_models"]} if data.get("llm_models") and not offline
-            else None)
+            seed=data["seed"], config=form.session_config() or None)
     except ValidationError as exc:  # a field's rule lands on that field, others on the form
         form.add_error(None, exc)
         return None

@@ -93,6 +93,14 @@ class ScreenResult:
                 "target": self.target, "duration_s": self.duration_s,
                 "sandboxes": self.sandboxes, "message": self.message, "phases": self.phases}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> ScreenResult:
+        """The inverse of `to_dict` (a screening that ran on a remote worker)."""
+        fields = {k: data[k] for k in ("duration_s", "sandboxes", "message", "phases")
+                  if k in data}
+        return cls([ScreenedConfiguration(**c) for c in data.get("configurations", [])],
+                   data.get("target", ""), **fields)
+
 
 def screening_config(config: EvaluationConfig) -> EvaluationConfig:
     """The full evaluation's settings with a short timing: one measurement of
