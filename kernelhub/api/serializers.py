@@ -10,7 +10,14 @@ from rest_framework import serializers
 
 from kernelhub.api.evaluations import MAX_BATCH, MAX_SOURCE_BYTES, evaluation_result
 from kernelhub.api.models import Evaluation
-from kernelhub.optimization.models import Budget, Candidate, HardwareTarget, Problem, SearchSession
+from kernelhub.optimization.models import (
+    Budget,
+    Candidate,
+    HardwareTarget,
+    Problem,
+    Screening,
+    SearchSession,
+)
 from kernelhub.optimization.services import PRECISION_POLICIES
 from kernelhub.optimization.session_state import STATES, SessionState, session_state
 from kernelhub.review.models import Review
@@ -76,6 +83,11 @@ class SessionSerializer(serializers.ModelSerializer):
                   "reason it ended).")
     waiting_on_queue = serializers.SerializerMethodField(
         help_text='The queue it waits on ("search", "gpu.<target>"); "" when not waiting.')
+    screen = serializers.SerializerMethodField(
+        help_text="Configurations screened per expansion as launched; null: the target's "
+                  "default.")
+    screen_finalists = serializers.SerializerMethodField(
+        help_text="Screened configurations fully evaluated per expansion; null: the default.")
 
     class Meta:
         model = SearchSession
@@ -85,10 +97,17 @@ class SessionSerializer(serializers.ModelSerializer):
                   "best_candidate",
                   "best_speedup_vs_eager", "best_speedup_vs_compile", "llm_cost_usd",
                   "created_by", "created_at", "started_at", "finished_at",
-                  "state", "state_label", "state_detail", "waiting_on_queue"]
+                  "state", "state_label", "state_detail", "waiting_on_queue",
+                  "screen", "screen_finalists"]
 
     def get_created_by(self, session) -> str | None:
         return username(session.created_by)
+
+    def get_screen(self, session) -> int | None:
+        return (session.config or {}).get("screen")
+
+    def get_screen_finalists(self, session) -> int | None:
+        return (session.config or {}).get("screen_finalists")
 
     def _state(self, session) -> SessionState:
         known = self.context.setdefault("_session_states", {})
@@ -130,6 +149,28 @@ class SessionCreateSerializer(serializers.Serializer):
                                              max_value=Budget.COST_USD[1], default=0.0)
     seed = serializers.IntegerField(min_value=-(2**31), max_value=2**31 - 1, default=0)
     start = serializers.BooleanField(default=True, help_text="start it right away")
+    screen = serializers.IntegerField(
+        min_value=Screening.CONFIGURATIONS[0], max_value=Screening.CONFIGURATIONS[1],
+        required=False, allow_null=True,
+        help_text="configurations of a program screened per expansion before the finalists "
+                  "get the full evaluation; absent or null: the target's default (off on the "
+                  "interpreter), 0: off")
+    screen_finalists = serializers.IntegerField(
+        min_value=Screening.FINALISTS[0], max_value=Screening.FINALISTS[1], required=False,
+        allow_null=True, help_text="screened configurations that get the full evaluation")
+
+    def validate(self, attrs):
+        screen, finalists = attrs.get("screen"), attrs.get("screen_finalists")
+        if screen and finalists and finalists > screen:
+            raise serializers.ValidationError({"screen_finalists": (
+                f"Finalists per expansion ({finalists}) cannot exceed the configurations "
+                f"screened ({screen}).")})
+        return attrs
+
+    def session_config(self) -> dict:
+        """What goes into `session.config`: the screening asked for, nothing else."""
+        return {key: self.validated_data[key] for key in ("screen", "screen_finalists")
+                if self.validated_data.get(key) is not None}
 
 
 class CandidateSerializer(serializers.ModelSerializer):

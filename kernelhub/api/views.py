@@ -133,7 +133,8 @@ class SessionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
             start=values["start"], strategy=values["strategy"],
             synthesizer=values["synthesizer"], budget_evaluations=values["budget_evaluations"],
             budget_minutes=values["budget_minutes"], budget_cost_usd=values["budget_cost_usd"],
-            precision_policy=values["precision_policy"], seed=values["seed"])
+            precision_policy=values["precision_policy"], seed=values["seed"],
+            config=data.session_config())
         return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     def _control(self, request, service):

@@ -38,6 +38,9 @@ def test_session_lifecycle_through_the_api(user_client, workspace, library_probl
     ({"problem": "LIB", "hardware": "interpreter", "budget_evaluations": 0}, "budget_evaluations"),
     ({"problem": "LIB", "hardware": "interpreter", "strategy": "random"}, "strategy"),
     ({"hardware": "interpreter"}, "problem"),
+    ({"problem": "LIB", "hardware": "interpreter", "screen": 5000}, "screen"),
+    ({"problem": "LIB", "hardware": "interpreter", "screen": 2, "screen_finalists": 3},
+     "cannot exceed the configurations screened"),
 ])
 def test_bad_session_requests_get_400(user_client, workspace, library_problem, body, fragment):
     from kernelhub.optimization.models import SearchSession
@@ -49,6 +52,23 @@ def test_bad_session_requests_get_400(user_client, workspace, library_problem, b
     response = user_client("alpha", "admin").post("/api/v1/sessions/", body, format="json")
     assert response.status_code == 400 and fragment in str(response.json())
     assert SearchSession.objects.count() == before
+
+
+def test_screening_asked_through_the_api_reaches_the_session(user_client, workspace,
+                                                            library_problem):
+    client = user_client("alpha", "engineer")
+    response = client.post("/api/v1/sessions/", {
+        "problem": library_problem.pk, "hardware": "interpreter", "screen": 8,
+        "screen_finalists": 2, "start": False}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["screen"], body["screen_finalists"]) == (8, 2)
+    from kernelhub.optimization.models import SearchSession
+
+    assert SearchSession.objects.get(pk=body["id"]).config == {"screen": 8, "screen_finalists": 2}
+    plain = client.post("/api/v1/sessions/", {
+        "problem": library_problem.pk, "hardware": "interpreter", "start": False}, format="json")
+    assert (plain.json()["screen"], plain.json()["screen_finalists"]) == (None, None)
 
 
 def test_reviews_follow_the_ui_rules(user_client, workspace):
