@@ -18,6 +18,11 @@
       p50/p95 of knowledge.retrieval.retrieve at N chunks (real Chroma, real BM25).
   python benchmarks/kb_bench.py latency DATA_DIR
       the query-latency part again, on the data dir a `scale` run left.
+  python benchmarks/kb_bench.py strength [--corpus ../shared/corpus]
+      calibration of the search page's match labels (knowledge.views.match_strength): the
+      best passage's cosine similarity for the labelled questions (and of their evidence
+      passage) against questions no document answers (knowledge.evaluation.UNANSWERABLE), with the share of each
+      labelled strong / related / weak at the current thresholds.
 """
 
 # This module: the command line and the retrieval-quality modes (variants, diagnostics); the
@@ -110,6 +115,58 @@ def run_variants(corpus: Path, only: str | None = None) -> None:
                   + " ".join(f"{hits[m] / n:>8.3f}" for m in methods), flush=True)
 
 
+def _strength_counts(similarities: list[float]) -> str:
+    from knowledge.views import RELATED_FROM, STRONG_FROM
+
+    strong = sum(s >= STRONG_FROM for s in similarities)
+    related = sum(RELATED_FROM <= s < STRONG_FROM for s in similarities)
+    return f"strong {strong}, related {related}, weak {len(similarities) - strong - related}"
+
+
+def run_strength(corpus: Path) -> None:
+    import tempfile
+
+    setup_django(Path(tempfile.mkdtemp(prefix="kb-bench-strength-")))  # the labels live in views
+    from knowledge.chunking import chunk_blocks
+    from knowledge.embeddings import embed_query, token_counts
+    from knowledge.evaluation import UNANSWERABLE, corpus_files, evidence_hit, load_questions
+    from knowledge.filetypes import detect_kind
+    from knowledge.ingestion import CHUNKING
+    from knowledge.parsing import parse_bytes
+    from knowledge.retrieval_text import context_text
+    from knowledge.views import RELATED_FROM, STRONG_FROM
+
+    print(backend_line())
+    chunks = []
+    for f in corpus_files(corpus):
+        data = f.path.read_bytes()
+        doc = parse_bytes(f.relative, data, detect_kind(f.relative, data[:2048]))
+        chunks += [(doc.title or f.relative, c) for c in chunk_blocks(doc.blocks, token_counts,
+                                                                       CHUNKING)]
+    vectors = _embed_cached([context_text(t, c.section, c.text) for t, c in chunks], {})
+    raw = [c.text for _, c in chunks]
+
+    def best(question: str) -> tuple[float, np.ndarray]:
+        sims = vectors @ embed_query(question)
+        return float(sims.max()), sims
+
+    answered, evidence = [], []
+    for q in load_questions(corpus / "questions.json"):
+        top, sims = best(q["question"])
+        answered.append(top)
+        holding = [float(sims[i]) for i in range(len(raw)) if evidence_hit(q, [raw[i]])]
+        evidence.append(max(holding) if holding else float("nan"))
+    unanswered = [best(q)[0] for q in UNANSWERABLE]
+    print(f"{len(chunks)} chunks; thresholds: strong >= {STRONG_FROM}, related >= {RELATED_FROM}")
+    for name, values in (("answerable: best passage", answered),
+                         ("answerable: evidence passage", evidence),
+                         ("unanswerable: best passage", unanswered)):
+        finite = sorted(v for v in values if v == v)
+        print(f"{name:>30}: n={len(values)} min {finite[0]:.3f} median "
+              f"{finite[len(finite) // 2]:.3f} max {finite[-1]:.3f}; {_strength_counts(finite)}")
+        print(" " * 32 + "sorted: " + " ".join(f"{v:.2f}" for v in finite))
+
+
 def run_diagnostics(args) -> None:
     """Keyed vs plain retrieval for the search nodes of knowledge.evaluation.NODE_CASES."""
     import tempfile
@@ -172,6 +229,8 @@ def main() -> None:
     lat.add_argument("data_dir", type=Path, help="the data dir a `scale` run printed")
     lat.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     lat.add_argument("--queries", type=int, default=200)
+    st = sub.add_parser("strength")
+    st.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     args = parser.parse_args()
     if args.mode == "variants":
         run_variants(args.corpus, args.only)
@@ -181,6 +240,8 @@ def main() -> None:
         run_diagnostics(args)
     elif args.mode == "latency":
         run_latency(args)
+    elif args.mode == "strength":
+        run_strength(args.corpus)
     else:
         run_scale(args)
 

@@ -128,3 +128,33 @@ def prompt_has_section(prompt: str, needed: str) -> bool:
     title, _, section = needed.partition(" § ")
     lines = [line for line in prompt.splitlines() if title in line]
     return any(not section or f"§ {section}" in line for line in lines)
+
+
+# Questions no document of the corpus answers (our own): off-topic, and near the subject (GPU
+# programming) but about hardware or software the corpus does not cover.
+UNANSWERABLE = [
+    "What is the capital city of Peru?",
+    "How do I bake sourdough bread with a starter?",
+    "Which football club won the 1998 Champions League final?",
+    "How do I configure an nginx reverse proxy with TLS certificates?",
+    "What is the boiling point of ethanol at sea level?",
+    "How do I file a tax return as a freelancer in Germany?",
+    "What are the side effects of ibuprofen?",
+    "How do I set up a PostgreSQL streaming replica?",
+    "What is the HBM bandwidth of the Intel Gaudi 3 accelerator?",
+    "How many tensor processing cores does Google's TPU v5p have per chip?",
+    "How do I write a kernel for the Cerebras wafer-scale engine in CSL?",
+    "What is the price of an NVIDIA H200 in 2026?",
+    "How do I program the Apple Neural Engine directly?",
+    "What clock frequency does the Graphcore IPU Mk2 run at?",
+    "How do I enable ray tracing cores in a Vulkan game engine?",
+    "What is the warranty period for a Dell PowerEdge server?",
+    "How do I train a reinforcement learning agent to play chess?",
+    "How does Kubernetes schedule pods onto GPU nodes with the device plugin?",
+    "What is the instruction set of the RISC-V vector extension 1.0?",
+    "How do I mine cryptocurrency on a consumer graphics card?",
+    "Which Linux kernel version added io_uring?",
+    "What is the thermal design power of the AMD Ryzen 9 7950X?",
+    "How do I convert a Word document to PDF on macOS?",
+    "What is the population of Tokyo?",
+]

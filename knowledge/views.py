@@ -182,9 +182,11 @@ def search(request):
 
 # Labels come from the passage's cosine similarity to the question (all-MiniLM-L6-v2), an
 # absolute measure: the fused rank score puts *some* passage first for any question, even one
-# no document answers. On our manuals, passages that answer a question score >= 0.5; text
-# on the same subject that does not answer it, 0.3-0.5; unrelated text, below 0.3.
-STRONG_FROM = 0.5
+# no document answers. Calibrated on the labelled corpus (`benchmarks/kb_bench.py strength`,
+# BENCHMARKS.md): the passages that answer its 24 questions score 0.54-0.80; the best passage
+# for 24 questions it cannot answer scores 0.11-0.51 (those near the subject 0.39-0.51, which
+# "related" names). The line between the two sets is 0.51-0.53: "strong" starts in its middle.
+STRONG_FROM = 0.52
 RELATED_FROM = 0.35
 
 
