@@ -124,3 +124,19 @@ def test_the_candidate_launches_the_plans_kernels_in_its_order(source, run):
     expected, got, launched = run(source, candidate)
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
     assert launched == [k.kernel for k in kernel_plan(an).kernels]
+
+
+@pytest.mark.parametrize("source,split", [
+    (SOFTMAX, {"variant": "split", "BLOCK_R": 256, "SPLIT": 2, "num_warps": 4}),
+    (GEMM_BIAS_RELU, {"SPLIT_K": 2})], ids=["rows_split", "split_k"])
+def test_a_split_parameter_adds_passes_around_the_plans_kernel(source, split, run):
+    an = traced_analysis(source)
+    module = family_module(an)
+    params = {**module.default_params(an, "interpreter", "strict"), **split}
+    expected, got, launched = run(source, module.render(source, an, params))
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    [group] = kernel_plan(an).kernels
+    assert group.kernel in launched and len(launched) > 1
+    passes = [name for name in launched if name != group.kernel]
+    assert all(name.startswith(f"{group.kernel}_pass") for name in passes) or \
+        passes == ["epilogue_kernel"] == launched[1:]

@@ -6,9 +6,10 @@ Read off the decisions the writers render, never classified a second time: the f
 (`classify.py`), the GEMM's fused part and rows tail (`gemm_epilogue.py`: ``an._fused``,
 ``an._rows_tail``) and the staged pipeline's stages (`stages.plan`, with the output view that
 drops its last stage and the kernel names the staged writer gives). One group is one kernel
-the candidate launches, in launch order, at the family's default parameters; a split
-parameter (``SPLIT_K``, the rows ``split`` variant, ``SPLIT_R``) adds partial passes before a
-group's kernel, named after it.
+the candidate launches, in launch order, at the family's default parameters. A split
+parameter adds kernels to a group: the rows ``split`` variant and a staged ``SPLIT_R`` launch
+partial passes before the group's kernel (named after it: ``_pass0``, ``_partial``), and
+``SPLIT_K`` > 1 finishes the GEMM's epilogue in ``epilogue_kernel`` right after it.
 """
 
 from __future__ import annotations
