@@ -84,6 +84,7 @@ def test_a_groupnorm_is_a_staged_pipeline_of_three_kernels():
 def test_an_output_that_is_a_view_launches_no_copy_kernel():
     plan = plan_of(EINSUM_VIEW)
     assert [k.kernel for k in plan.kernels] == ["kh_stage0_matmul"]
+    assert plan.kernels[0].stores == "the output"
     assert any("view (reshape)" in note for note in plan.notes)
 
 

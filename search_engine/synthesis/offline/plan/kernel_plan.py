@@ -20,7 +20,7 @@ from typing import Any
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import LEAVES, REDUCTIONS, Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, VIEW_OPS, Stage, output_view_of, plan, stage_kernel_name,
+    REDUCE_OPS, VIEW_OPS, Stage, output_view_of, plan, stage_kernel_name, stage_writer_op,
 )
 
 # the kernels the fused writers define (they take their names from here)
@@ -145,16 +145,14 @@ def _staged_plan(an: Analysis) -> KernelPlan:
         stages = stages[:-1]
         notes.append(f"the output is a view (reshape) of kernel {len(stages) - 1}'s result; "
                      f"no kernel copies it")
-    kernels = [_stage_group(an, k, stage, stored) for k, stage in enumerate(stages)]
+    kernels = [_stage_group(an, k, stage, stored, viewed) for k, stage in enumerate(stages)]
     return KernelPlan(an.family, kernels, notes)
 
 
-def _stage_group(an: Analysis, k: int, stage: Stage, stored: set[int]) -> KernelGroup:
-    anchor = an.nodes[stage.anchor]
-    if anchor.op in STAGE_PATTERNS:
-        pattern = STAGE_PATTERNS[anchor.op]
-    else:
-        pattern = "reduction" if anchor.op in REDUCE_OPS else "pointwise"
+def _stage_group(an: Analysis, k: int, stage: Stage, stored: set[int],
+                 viewed: int | None) -> KernelGroup:
+    anchor, writer_op = an.nodes[stage.anchor], stage_writer_op(an, stage)
+    pattern = STAGE_PATTERNS.get(writer_op, "reduction" if writer_op in REDUCE_OPS else "pointwise")
     layout = []
     if anchor.op in DOT_OPS:
         layout += [f"operand {an.nodes[r].op} read as a strided view (no copy)"
@@ -162,7 +160,8 @@ def _stage_group(an: Analysis, k: int, stage: Stage, stored: set[int]) -> Kernel
     readers = {n.op for n in an.nodes.values() if stage.anchor in n.refs()}
     if pattern == "pointwise" and stage.sink != an.output and readers & set(DOT_OPS):
         layout.append("stored first: an operand a later dot kernel reads")
-    stores = "the output" if stage.sink == an.output else "an fp32 buffer a later kernel reads"
+    stores = "the output" if stage.sink in (an.output, viewed) else \
+        "an fp32 buffer a later kernel reads"
     return KernelGroup(stage_kernel_name(k, an, stage), pattern,
                        _ops(an, _computed(an, stage.sink, stored)),
                        [an.nodes[i].op for i in stage.epilogue], layout, stores)
