@@ -67,6 +67,9 @@ class Problem(models.Model):
     offline_coverage_detail = models.TextField(blank=True)
     offline_coverage_family = models.CharField(max_length=32, blank=True)
     offline_coverage_ops = models.JSONField(default=list, blank=True)
+    offline_coverage_plan = models.JSONField(
+        default=dict, blank=True,
+        help_text="the kernel plan (search_engine's KernelPlan.to_dict): kernels or refusal")
     offline_coverage_sha256 = models.CharField(
         max_length=64, blank=True, help_text="the source hash the stored coverage is for")
     offline_coverage_requested_at = models.DateTimeField(null=True, blank=True)

@@ -182,6 +182,7 @@ def _coverage_compute_and_store(problem: Problem) -> Problem:
         "offline_coverage_detail": found["detail"][:4000],
         "offline_coverage_family": (found.get("family") or "")[:32],
         "offline_coverage_ops": list(found.get("ops") or [])[:200],
+        "offline_coverage_plan": found.get("plan") or {},
         "offline_coverage_sha256": sha,
         "offline_coverage_computed_at": timezone.now(),
     }
@@ -202,22 +203,27 @@ def _coverage_current(problem: Problem, now) -> bool:
 
 
 def offline_coverage_of_source(source: str) -> dict:
-    """{"state": "covered" | "uncovered" | "unknown", "detail", "family"?, "ops"?}.
+    """{"state": "covered" | "uncovered" | "unknown", "detail", "family"?, "ops"?, "plan"?}
+    ("plan": the kernel plan's dict, its kernels or what is refused and why).
 
     The synthesizer's analysis runs the problem in the sandbox; this process only reads its
     checked JSON answer. Never raises."""
     from search_engine.synthesis.base import NotCoveredError
     from search_engine.synthesis.offline import OfflineSynthesizer
     from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown
+    from search_engine.synthesis.offline.plan.kernel_plan import refused_plan
 
+    synthesizer = OfflineSynthesizer()
     try:
-        family = OfflineSynthesizer().check_covered(source)
+        family = synthesizer.check_covered(source)
+        plan = synthesizer.kernel_plan(source)  # the analysis just made: nothing runs again
     except CoverageUnknown as exc:
         return {"state": "unknown", "detail": str(exc)}
     except NotCoveredError as exc:
-        return {"state": "uncovered", "detail": str(exc), "ops": exc.ops}
+        return {"state": "uncovered", "detail": str(exc), "ops": exc.ops,
+                "plan": refused_plan(exc).to_dict()}
     except Exception as exc:  # a bug in the analysis: say so, never fail the caller
         logger.warning("offline coverage check failed: %s", exc)
         return {"state": "unknown", "detail": f"coverage unknown: {type(exc).__name__}: {exc}"}
     return {"state": "covered", "detail": f"covered (template family: {family})",
-            "family": family}
+            "family": family, "plan": plan.to_dict()}

@@ -91,6 +91,14 @@ def problem_family(problem: Problem) -> str:
     return problem.family or problem.offline_coverage_family or ""
 
 
+def problem_kernel_plan(problem: Problem) -> dict | None:
+    """The kernel plan the coverage check stored (its kernels, or what is refused and why),
+    or None while the coverage of the problem's current source is not known."""
+    if not problem.offline_coverage_ready or not problem.offline_coverage_plan:
+        return None
+    return problem.offline_coverage_plan
+
+
 def problem_list_with_stats_for_user(user: AbstractBaseUser) -> QuerySet[Problem]:
     """Problems the user may use, with their sessions (in the user's teams) counted and the
     best speedups over them."""

@@ -23,6 +23,7 @@ from kernelhub.optimization.selectors import (
     candidate_roofline_points,
     problem_family,
     problem_get_for_user,
+    problem_kernel_plan,
     problem_list_for_user,
     problem_list_with_stats_for_user,
     problem_sessions_for_user,
@@ -80,8 +81,8 @@ def problem_detail(request, pk: int):
     figure = charts.problem_sessions_figure([(s, session_best_series(s)) for s in gpu_sessions])
     return render(request, "optimization/problem_detail.html", {
         "problem": problem, "family": problem_family(problem), "sessions": sessions,
-        "coverage": offline_coverage(problem), "chart": charts.figure_json(figure),
-        "interpreter_only": bool(sessions) and not gpu_sessions,
+        "coverage": offline_coverage(problem), "kernel_plan": problem_kernel_plan(problem),
+        "chart": charts.figure_json(figure), "interpreter_only": bool(sessions) and not gpu_sessions,
         "can_launch": bool(teams_where_user_can(request.user, "launch")),
     })
 

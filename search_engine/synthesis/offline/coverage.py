@@ -4,8 +4,9 @@ covers, without running a search.
 Every ``*.py`` problem file under DIR (sorted) is classified by
 `OfflineSynthesizer.check_covered`, which traces the problem inside the sandboxed probe on
 meta tensors (so official sizes cost no memory); this process only reads the files' text.
-With ``--json`` the last line is one object: ``{"problems": [{"file", "covered", "family",
-"ops", "message"}], "covered": N, "total": M}``.
+Under each covered problem its kernel plan (`plan/kernel_plan.py`), one kernel a line. With
+``--json`` the last line is one object: ``{"problems": [{"file", "covered", "family", "ops",
+"message", "plan"}], "covered": N, "total": M}`` (``plan``: `KernelPlan.to_dict`).
 """
 
 from __future__ import annotations
@@ -45,17 +46,23 @@ def _looks_like_problem(path: Path) -> bool:
 
 
 def coverage_of(source: str, synthesizer) -> dict[str, Any]:
+    """One problem's row: covered, its family, the ops that stop it, and its kernel plan."""
     from search_engine.synthesis.base import NotCoveredError
+    from search_engine.synthesis.offline.plan.kernel_plan import refused_plan
 
     try:
         family = synthesizer.check_covered(source)
+        plan = synthesizer.kernel_plan(source)
     except NotCoveredError as exc:
-        return {"covered": False, "family": None, "ops": list(exc.ops), "message": str(exc)}
-    return {"covered": True, "family": family, "ops": [], "message": ""}
+        return {"covered": False, "family": None, "ops": list(exc.ops), "message": str(exc),
+                "plan": refused_plan(exc).to_dict()}
+    return {"covered": True, "family": family, "ops": [], "message": "",
+            "plan": plan.to_dict()}
 
 
 def coverage_report(folder: Path, jobs: int = 2) -> dict[str, Any]:
     from search_engine.synthesis.offline import OfflineSynthesizer
+    from search_engine.synthesis.offline.plan.kernel_plan import KernelPlan
 
     files = problem_files(folder)
     synthesizer = OfflineSynthesizer()
@@ -64,8 +71,9 @@ def coverage_report(folder: Path, jobs: int = 2) -> dict[str, Any]:
         try:
             source = path.read_text()
         except (OSError, UnicodeDecodeError) as exc:
-            return {"covered": False, "family": None, "ops": [],
-                    "message": f"could not read the file: {exc}"}
+            message = f"could not read the file: {exc}"
+            return {"covered": False, "family": None, "ops": [], "message": message,
+                    "plan": KernelPlan(None, reason=message).to_dict()}
         return coverage_of(source, synthesizer)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -80,11 +88,16 @@ def cmd_coverage(args) -> int:
     if not folder.is_dir():
         print(f"error: {folder} is not a folder", file=sys.stderr)
         return 2
+    from search_engine.synthesis.offline.plan.kernel_plan import plan_lines
+
     report = coverage_report(folder, args.jobs)
     for p in report["problems"]:
         status = f"covered  {p['family']:<15}" if p["covered"] else "-        not covered    "
         why = "" if p["covered"] else f"  ops: {', '.join(p['ops']) or p['message']}"
         print(f"{status} {p['file']}{why}")
+        if p["covered"]:
+            for line in plan_lines(p["plan"]):
+                print(f"    {line}")
     total, covered = report["total"], report["covered"]
     share = f"{100.0 * covered / total:.1f} %" if total else "n/a"
     print(f"covered {covered} of {total} problems ({share})")

@@ -24,6 +24,7 @@ from search_engine.synthesis.base import NotCoveredError, Proposal, SynthesisReq
 from search_engine.synthesis.offline.analyze import analyze
 from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import planned, prepared_variant
+from search_engine.synthesis.offline.plan.kernel_plan import KernelPlan, kernel_plan
 from search_engine.synthesis.offline.spaces import staged, templates
 from search_engine.synthesis.offline.writers import travel
 
@@ -107,6 +108,12 @@ class OfflineSynthesizer:
             checked_render(problem_source, an,
                            family_module(an).default_params(an, target, "strict"))
         return an.family
+
+    def kernel_plan(self, problem_source: str) -> KernelPlan:
+        """Which kernels the problem becomes (`plan/kernel_plan.py`), read off the cached
+        analysis the writers render; NotCoveredError as `analysis` (`refused_plan` turns a
+        refusal, `check_covered`'s included, into the plan that says why)."""
+        return kernel_plan(self.analysis(problem_source))
 
     def render(self, problem_source: str, params: dict[str, Any]) -> str:
         """A candidate's source, parsed before anyone sees it; NotCoveredError naming the

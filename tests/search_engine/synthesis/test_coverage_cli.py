@@ -98,6 +98,29 @@ def test_coverage_reports_every_problem_with_the_json_contract(tmp_path):
     assert "covered 2 of 3 problems" in done.stdout
 
 
+def test_coverage_shows_each_problems_kernel_plan_in_text_and_json(tmp_path):
+    (tmp_path / "a_conv_pool.py").write_text(COVERED)
+    (tmp_path / "b_fft.py").write_text(UNCOVERED)
+    done = run_coverage(tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {p["file"]: p for p in json.loads(done.stdout.strip().splitlines()[-1])["problems"]}
+    plan = rows["a_conv_pool.py"]["plan"]
+    assert plan["covered"] is True and plan["family"] == "conv"
+    assert plan["pattern"] == "multi-stage" and plan["refused"] is None
+    assert [(k["kernel"], k["pattern"], k["ops"], k["epilogue"]) for k in plan["kernels"]] == [
+        ("kh_stage0_conv", "convolution + epilogue", ["conv", "relu"], ["relu"]),
+        ("kh_stage1_pool", "pooling", ["pool"], [])]
+    refused = rows["b_fft.py"]["plan"]
+    assert refused["covered"] is False and refused["kernels"] == []
+    assert refused["refused"]["ops"] == rows["b_fft.py"]["ops"]
+    assert refused["refused"]["reason"] == rows["b_fft.py"]["message"]
+    text = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(text) if line.endswith(" a_conv_pool.py"))
+    assert text[at + 1].strip() == ("kernel 0 kh_stage0_conv [convolution + epilogue]: "
+                                    "conv → relu; fused epilogue: relu")
+    assert text[at + 2].strip() == "kernel 1 kh_stage1_pool [pooling]: pool"
+
+
 def test_coverage_refuses_a_missing_folder_clearly(tmp_path):
     done = run_coverage(tmp_path / "nope")
     assert done.returncode == 2

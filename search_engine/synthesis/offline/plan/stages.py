@@ -64,6 +64,29 @@ def plan(an: Analysis) -> list[Stage]:
     return sorted(stages, key=lambda s: order[s.anchor])
 
 
+def output_view_of(an: Analysis, stages: list[Stage]) -> int | None:
+    """The stored node whose reshape is the output, when the last stage would only copy it:
+    the candidate then returns a view of that node's buffer and launches no kernel for it."""
+    last, out = stages[-1], an.nodes[an.output]
+    stored = {s.sink for s in stages}
+    if last.anchor == an.output and out.op == "reshape" and out.refs()[0] in stored \
+            and an.output_dtype == "torch.float32":
+        return out.refs()[0]
+    return None
+
+
+def stage_writer_op(an: Analysis, stage: Stage) -> str:
+    """The op whose writer writes `stage`: its anchor's, or "pointwise" for a stored
+    pointwise node without an epilogue."""
+    op = an.nodes[stage.anchor].op
+    return op if stage.anchor != stage.sink or op in ANCHOR_OPS else "pointwise"
+
+
+def stage_kernel_name(k: int, an: Analysis, stage: Stage) -> str:
+    """The name of the kernel that computes the k-th stage (after any dropped view stage)."""
+    return f"kh_stage{k}_{an.nodes[stage.anchor].op}"
+
+
 def _reaches_anchor(nodes, ref, stored) -> bool:
     """Whether computing `ref` inline would need an anchor that is not stored yet (an
     epilogue may read only leaves, stored nodes and ops over them)."""

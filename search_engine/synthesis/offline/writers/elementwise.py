@@ -4,6 +4,7 @@ once, the whole pointwise DAG runs in registers, one store."""
 from __future__ import annotations
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
+from search_engine.synthesis.offline.plan.kernel_plan import ELEMENTWISE_KERNEL
 from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.codegen import (
     Kernel, an_extra_leaves, leaf_kind, operand, pointwise, unravel, varying_dims,
@@ -79,6 +80,6 @@ def render(an: Analysis, params):
     prefix.append(f"kh_out = torch.empty({shape!r}, device={codegen.device_expr(an)}, "
                   f"dtype={an.output_dtype})")
     kernel, launch = elementwise_kernel(an, ids, an.output, shape,
-                                                "fused_elementwise_kernel", codegen.args_of(an), prefix,
+                                                ELEMENTWISE_KERNEL, codegen.args_of(an), prefix,
                                                 "kh_out", params)
     return [kernel], launch + ["return kh_out"]

@@ -11,6 +11,7 @@ import torch
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import is_batched, matmul_dims
+from search_engine.synthesis.offline.plan.kernel_plan import MATMUL_KERNEL, ROWS_KERNEL
 from search_engine.synthesis.offline.writers import codegen, rows
 from search_engine.synthesis.offline.writers.codegen import operand, pointwise
 
@@ -172,7 +173,7 @@ def render(an: Analysis, params):
     kernels = []
     epi_ids = [i for i in fused if an.nodes[i].op not in LEAVES or i in leaves]
     epi = epilogue_lines(an, epi_ids, an.matmul, an._split)
-    mm_kernel = codegen.Kernel("matmul_kernel")
+    mm_kernel = codegen.Kernel(MATMUL_KERNEL)
     mm_kernel.params = ["a_ptr", "b_ptr", "out_ptr"]
     common = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk",
               "stride_bn", "stride_ob", "stride_om", "stride_on"]
@@ -194,7 +195,7 @@ def render(an: Analysis, params):
         mm_kernel.params += common + leaf_params + block_params
         mm_kernel.body = body + epi
         kernels.append(mm_kernel)
-        fwd.append(f"matmul_kernel[({tiles}, 1, kh_batch)]("
+        fwd.append(f"{MATMUL_KERNEL}[({tiles}, 1, kh_batch)]("
                    f"{mm_args.format(out='kh_y')}{leaf_args}, "
                    f"{consts}{launch_tail}")
     else:
@@ -214,7 +215,7 @@ def render(an: Analysis, params):
         kernels += [mm_kernel, epi_kernel]
         fwd.append("kh_ws = torch.zeros((kh_batch, kh_m, kh_n), device=kh_a.device, "
                    "dtype=torch.float32)")
-        fwd.append(f"matmul_kernel[({tiles}, {split_k}, kh_batch)]({mm_args.format(out='kh_ws')}, "
+        fwd.append(f"{MATMUL_KERNEL}[({tiles}, {split_k}, kh_batch)]({mm_args.format(out='kh_ws')}, "
                    f"{consts}{launch_tail}")
         fwd.append(f"epilogue_kernel[({tiles}, 1, kh_batch)](kh_ws, kh_y, kh_m, kh_n, kh_so[0], "
                    f"kh_so[1], kh_so[2]"
@@ -224,7 +225,7 @@ def render(an: Analysis, params):
         return _with_helper(kernels), fwd
     tail = an._rows_tail
     tail_params = {k[5:]: v for k, v in params.items() if k.startswith("tail_")}
-    tail_kernels, tail_fwd = rows.render(tail, tail_params, name="fused_rows_kernel",
+    tail_kernels, tail_fwd = rows.render(tail, tail_params, name=ROWS_KERNEL,
                                           extra_prefix=fwd + [f"kh_t{an._split} = kh_y"])
     return _with_helper(kernels + tail_kernels), tail_fwd
 

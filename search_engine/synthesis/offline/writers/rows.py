@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, REDUCTIONS, Analysis
+from search_engine.synthesis.offline.plan.kernel_plan import ROWS_KERNEL
 from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.codegen import (
     Kernel, an_extra_leaves, leaf_kind, operand, pointwise, unravel, varying_dims,
@@ -268,7 +269,7 @@ def splittable(an: Analysis) -> bool:
     return not any(an.nodes[i].op in ("argmax", "argmin") for i in an.nodes)
 
 
-def render(an: Analysis, params, name="fused_rows_kernel", out_var="kh_out",
+def render(an: Analysis, params, name=ROWS_KERNEL, out_var="kh_out",
            extra_prefix=None, dtype=None):
     ids = sorted(an.nodes)
     p = {k: params[k] for k in ("variant", "ROWS", "BLOCK_R", "num_warps", "SPLIT")

@@ -27,7 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from search_engine.synthesis.offline.frontend.ir import Analysis
-from search_engine.synthesis.offline.plan.stages import ANCHOR_OPS, REDUCE_OPS
+from search_engine.synthesis.offline.plan.stages import (
+    REDUCE_OPS, output_view_of, stage_kernel_name, stage_writer_op,
+)
 from search_engine.synthesis.offline.writers import (
     attention, codegen, conv, matmul_variants, pooling, scans,
 )
@@ -46,18 +48,15 @@ def render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
     ctx = Context(an, params)
     kernels, forward = [], []
     result = f"kh_b{an.output}"
-    last, out = ctx.stages[-1], an.nodes[an.output]
-    if last.anchor == an.output and out.op == "reshape" and out.refs()[0] in ctx.stored \
-            and an.output_dtype == "torch.float32":  # the output is a view of a stored node
+    viewed = output_view_of(an, ctx.stages)
+    if viewed is not None:  # the output is a view of a stored node
         ctx.stages.pop()
-        result = f"kh_b{out.refs()[0]}.reshape({tuple(out.shape)!r})"
+        result = f"kh_b{viewed}.reshape({tuple(an.nodes[an.output].shape)!r})"
     for k, stage in enumerate(ctx.stages):
         ctx.start()
-        op = ctx.nodes[stage.anchor].op
-        name = f"kh_stage{k}_{op}"
+        name = stage_kernel_name(k, an, stage)
         forward.append(ctx.buffer_line(stage.sink))
-        source, lines = writer_for(op if stage.anchor != stage.sink or op in ANCHOR_OPS
-                                   else "pointwise")(ctx, stage, name)
+        source, lines = writer_for(stage_writer_op(an, stage))(ctx, stage, name)
         kernels.append(_Source(source))
         forward.extend(ctx.prelude + lines)
     forward.append(f"return {result}")
