@@ -78,3 +78,31 @@ def test_a_plan_for_an_older_source_is_not_shown(client, teams, library_problem)
     assert problem_kernel_plan(library_problem) is None
     login(client, "alpha")
     assert 'id="kernel-plan"' not in page_of(client, library_problem)
+
+
+@pytest.mark.django_db
+def test_an_answer_stored_before_plans_is_checked_again_for_its_plan(teams, library_problem,
+                                                                     monkeypatch):
+    import importlib
+
+    from django.apps import apps
+
+    from kernelhub import placement
+    from kernelhub.optimization import problem_services
+
+    migration = importlib.import_module(
+        "kernelhub.optimization.migrations.0009_recheck_coverage_for_plans")
+    tasks.problem_coverage_task(library_problem.pk)
+    Problem.objects.filter(pk=library_problem.pk).update(offline_coverage_plan={},
+                                                         offline_coverage_requested_at=None)
+    migration.recheck_answers_without_a_plan(apps, None)
+    queued = []
+    monkeypatch.setattr(placement, "problem_coverage", queued.append)
+    problem_services.problems_offline_coverage_request_pending()
+    assert queued == [library_problem.pk]
+    problem_services.problem_offline_coverage_compute(library_problem.pk)
+    library_problem.refresh_from_db()
+    assert problem_kernel_plan(library_problem)["family"] == "elementwise"
+    migration.recheck_answers_without_a_plan(apps, None)  # answered with its plan: left alone
+    library_problem.refresh_from_db()
+    assert problem_kernel_plan(library_problem) is not None
