@@ -5,7 +5,8 @@ dir, the in-memory channel layer, session runners as threads) and takes commands
 lines on stdin, so a test can publish session events *inside* the server process, the
 way the runner does:
 
-    {"cmd": "create_session", "team": "alpha", "budget": 8}   -> {"session": pk}
+    {"cmd": "create_session", "team": "alpha", "budget": 8, "precision_policy": "strict"}
+                                                               -> {"session": pk}
     {"cmd": "publish", "session": pk, "events": [[type, payload], ...]}
         -> {"seqs": [...], "published_ms": [...]}
     {"cmd": "create_candidate", "session": pk, "node_id": "1", ...Candidate fields}
@@ -148,7 +149,8 @@ def _handle(command: dict) -> dict:
             team=team, problem=Problem.objects.get(name="tiny-relu"),
             hardware=HardwareTarget.objects.get(name=command.get("hardware", "interpreter")),
             budget_evaluations=command.get("budget", 24), status=command.get("status", "running"),
-            best_speedup_vs_eager=command.get("best_speedup_vs_eager"))
+            best_speedup_vs_eager=command.get("best_speedup_vs_eager"),
+            precision_policy=command.get("precision_policy", "strict"))
         return {"session": session.pk}
     if command["cmd"] == "create_candidate":
         from kernelhub.optimization.models import Candidate
