@@ -292,6 +292,9 @@ def candidate_detail(request, pk: int):
         # An approved kernel is never offered "Propose for review" again.
         "approved_review": candidate.reviews.filter(status="approved").first(),
         "children": candidate.children.order_by("id"),
+        # What the offline synthesizer plans for the problem (its kernels at the defaults).
+        "kernel_plan": problem_kernel_plan(session.problem)
+        if session.synthesizer == SearchSession.SynthesizerKind.OFFLINE else None,
     })
 
 

@@ -106,3 +106,24 @@ def test_an_answer_stored_before_plans_is_checked_again_for_its_plan(teams, libr
     migration.recheck_answers_without_a_plan(apps, None)  # answered with its plan: left alone
     library_problem.refresh_from_db()
     assert problem_kernel_plan(library_problem) is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("synthesizer, shown", [("offline", True), ("llm", False)])
+def test_an_offline_candidates_page_shows_its_problems_plan(client, teams, hardware,
+                                                           library_problem, synthesizer, shown):
+    from kernelhub.optimization.models import Candidate, SearchSession
+
+    tasks.problem_coverage_task(library_problem.pk)
+    session = SearchSession.objects.create(team=teams["alpha"], problem=library_problem,
+                                           hardware=hardware["interpreter"],
+                                           synthesizer=synthesizer)
+    candidate = Candidate.objects.create(session=session, node_id="1", status="correct",
+                                         source="# kernel\n")
+    login(client, "alpha")
+    response = client.get(reverse("optimization:candidate_detail", args=[candidate.pk]))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert ('id="kernel-plan"' in html) is shown
+    if shown:
+        assert "<code>fused_elementwise_kernel</code> <strong>pointwise</strong>" in html
