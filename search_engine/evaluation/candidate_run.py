@@ -31,7 +31,7 @@ from search_engine.evaluation.sandbox import (
     make_workdir,
 )
 from search_engine.evaluation.call_watch import matching_projections
-from search_engine.evaluation.timed_checks import TimedChecks
+from search_engine.evaluation.timed_checks import TimedChecks, ghost_position
 from search_engine.evaluation.tolerances import precision_class, tolerance_for
 from search_engine.hardware import HardwareTarget
 from search_engine.problems import Problem
@@ -192,7 +192,7 @@ class CandidateRun(TimedChecks, Judgement):
         warm = self._warm(session, ids[0])
         if warm is not None:
             return self._failed(warm, phases, 0)
-        ghost_at = secrets.randbelow(n + 1) if self.config.ghost_replay else None
+        ghost_at = ghost_position(n) if self.config.ghost_replay else None
         trials, outputs, evidence, ghost = [], [], [], None
         for position in range(n + 1):
             if position == ghost_at:

@@ -15,13 +15,13 @@ owns them), and the samples the parent needs for result-reuse and constant-outpu
 from __future__ import annotations
 
 import secrets
-
 import time
 from dataclasses import asdict
 
 from search_engine.evaluation import wire
 from search_engine.evaluation.result import TrialError
 from search_engine.evaluation.sandbox import ProtocolViolation
+from search_engine.evaluation.timed_checks import ghost_position
 
 SAMPLE_CAP = 16384  # values per output the parent keeps for its cross-trial checks
 
@@ -106,12 +106,12 @@ class ResidentDrive:
         return report
 
     def _ghost_position(self, n: int) -> int:
-        """Where the ghost call goes among the n trials. Large trials (the timing keeps
-        fewer than all of them) put it before any trial held for the timing, so a second
-        trial is never open beside another: peak memory stays one trial's."""
+        """Where the ghost call goes among the n trials (never first: `ghost_position`).
+        Large trials (the timing keeps fewer than all of them) put it before any trial held
+        for the timing, so a second trial is never open beside another: peak memory stays
+        one trial's."""
         held = self.ref.timing_sets
-        last = n if held >= n else n - held
-        return secrets.randbelow(last + 1)
+        return ghost_position(n if held >= n else n - held)
 
     # -- trials
     def _open(self, index: int, as_set: int) -> None:

@@ -149,6 +149,17 @@ class TimedChecks:
                 "tampered_harness": evidence.get("tampered_harness", [])}
 
 
+def ghost_position(last: int) -> int:
+    """Where the ghost replay goes among the calls: a random place from the second call to
+    `last`, never the first. A kernel may prepare state on its model's first call (weights
+    transposed, a lookup table filled) by launching Triton; were the ghost that call, its
+    no-op launches would leave the state unprepared for every trial after it. The first call
+    being real tells a candidate nothing: it must compute every real call anyway."""
+    import secrets
+
+    return 1 + secrets.randbelow(max(last, 1))
+
+
 def _probe() -> int:
     import secrets
 

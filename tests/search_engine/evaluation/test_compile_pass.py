@@ -68,3 +68,21 @@ def test_a_bad_compile_pass_setting_is_a_clear_error():
 
     with pytest.raises(ValueError, match="compile_pass must be auto, on or off"):
         EvaluationConfig(compile_pass="sometimes")
+
+
+def test_first_call_preparation_survives_the_earliest_ghost(run_eval, monkeypatch):
+    """The ghost replay (no-op launches) is never the model's first call: drawn as early as
+    it can go, the preparation still runs for real and every trial is right."""
+    import secrets
+
+    monkeypatch.setattr(secrets, "randbelow", lambda bound: 0)
+    r = run_eval(PREPARES_ON_FIRST_CALL, compile_pass="off", static_checks=False)
+    assert r.status == "correct", r.message
+    assert r.diagnostics["ghost_replay"]["passed"] is False  # the ghost ran, after call 0
+
+
+def test_the_ghost_goes_anywhere_but_first():
+    from search_engine.evaluation.timed_checks import ghost_position
+
+    assert {ghost_position(5) for _ in range(400)} == {1, 2, 3, 4, 5}
+    assert {ghost_position(1) for _ in range(20)} == {1}

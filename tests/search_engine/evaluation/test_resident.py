@@ -285,12 +285,13 @@ def resident_calls(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("place", [0, 2, 5])
+@pytest.mark.parametrize("place", [1, 3, 5])
 def test_ghost_is_an_ordinary_call_at_the_drawn_place(run_resident, resident_calls,
                                                       monkeypatch, place):
     from search_engine.evaluation import resident
 
-    monkeypatch.setattr(resident.secrets, "randbelow", lambda bound: min(place, bound - 1))
+    # ghost_position draws 1 + randbelow(last): never the first call
+    monkeypatch.setattr(resident.secrets, "randbelow", lambda bound: min(place - 1, bound - 1))
     r = run_resident(candidate("clean_softmax"))
     assert r.status == "correct", r.message
     trials = 5  # fast_config's
@@ -319,3 +320,14 @@ def test_a_candidate_that_spots_the_ghost_is_caught_on_shared_buffers(run_reside
     r = run_resident(source(name), static_checks=False)
     assert r.status == "hack_suspected", (name, r.status, r.message)
     assert r.reward == 0
+
+
+def test_first_call_preparation_survives_the_earliest_ghost_on_shared_buffers(run_resident,
+                                                                               monkeypatch):
+    from search_engine.evaluation import resident
+
+    from .test_compile_pass import PREPARES_ON_FIRST_CALL
+
+    monkeypatch.setattr(resident.secrets, "randbelow", lambda bound: 0)
+    r = run_resident(PREPARES_ON_FIRST_CALL, static_checks=False)
+    assert r.status == "correct", r.message
