@@ -4,6 +4,10 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
 PYTEST_ARGS ?=
+# Parallel test workers (pytest-xdist); tests that share one outside resource (the shared
+# Redis database) carry one xdist_group and run on one worker.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
@@ -25,12 +29,12 @@ run: $(VENV)/.installed
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) kernelhub.asgi:application
 
 test: $(VENV)/.installed
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # The database-backed tests again on PostgreSQL (CI runs this after `make test`).
 test-postgres: $(VENV)/.installed
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/kernelhub} \
-	  $(PY) -m pytest tests/kernelhub tests/knowledge $(PYTEST_ARGS)
+	  $(PY) -m pytest $(PYTEST_PARALLEL) tests/kernelhub tests/knowledge $(PYTEST_ARGS)
 
 # --- distributed mode (set DATABASE_URL, REDIS_URL, CHROMA_URL) -------------------------
 migrate: $(VENV)/.installed

@@ -66,7 +66,18 @@ def _default_data_dir() -> str:
     return str(BASE_DIR / "var")
 
 
-KERNELHUB_DATA_DIR = Path(env_str("KERNELHUB_DATA_DIR") or _default_data_dir()).resolve()
+def _data_dir() -> Path:
+    path = Path(env_str("KERNELHUB_DATA_DIR") or _default_data_dir()).resolve()
+    # Parallel test workers (pytest-xdist) inherit one data dir from the controller: each
+    # takes a folder of its own in it (SQLite, Chroma, media), once, even in subprocesses
+    # that import pytest with the worker's environment.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker and "pytest" in sys.modules and path.name != worker:
+        path = path / worker
+    return path
+
+
+KERNELHUB_DATA_DIR = _data_dir()
 KERNELHUB_DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 # Debug pages only when asked (DEBUG=1): `make run` serves plain error pages by default.

@@ -13,8 +13,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-# settings.py gave this run a temporary data dir; subprocesses (servers, workers) share it.
-os.environ.setdefault("KERNELHUB_DATA_DIR", str(__import__("django.conf").conf.settings.KERNELHUB_DATA_DIR))
+# settings.py gave this run (this parallel worker) a temporary data dir; subprocesses
+# (servers, workers) share it.
+os.environ["KERNELHUB_DATA_DIR"] = str(__import__("django.conf").conf.settings.KERNELHUB_DATA_DIR)
 
 
 def _has_cuda() -> bool:

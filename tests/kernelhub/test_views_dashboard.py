@@ -9,7 +9,7 @@ from django.urls import reverse
 from kernelhub import dashboard
 from kernelhub.optimization.models import SearchSession
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("shared-redis")]  # one xdist worker on the shared Redis
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,8 @@ from kernelhub.api import evaluations as service
 from kernelhub.api.models import Evaluation
 from kernelhub.optimization.models import EvaluationJob
 
+# one xdist worker for the tests on the shared Redis (the gpu worker's database 7)
+pytestmark = pytest.mark.xdist_group("shared-redis")
 REPO = Path(__file__).resolve().parents[3]
 CLI_KEYS = set(__import__("search_engine.evaluation.result", fromlist=["EvaluationResult"])
                .EvaluationResult.__dataclass_fields__)

@@ -13,7 +13,8 @@ from kernelhub.optimization.consumers import SessionConsumer
 from kernelhub.optimization.events import publish_session_event
 from kernelhub.optimization.models import SearchSession
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# one xdist worker for every test on the shared Redis (database 0): they read each other's keys
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("shared-redis")]
 
 
 @pytest.fixture

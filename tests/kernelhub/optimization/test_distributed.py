@@ -22,7 +22,8 @@ from kernelhub.optimization.services import session_create, session_start
 
 REPO = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
-              pytest.mark.postgres, pytest.mark.redis]
+              pytest.mark.postgres, pytest.mark.redis,
+              pytest.mark.xdist_group("shared-redis")]  # one xdist worker on the shared Redis
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -410,14 +411,14 @@ def test_fork_bomb_ends_with_a_status_and_leaves_nothing(workdir, report):
 
 
 def test_timeout_kills_the_whole_sandbox(workdir, report):
-    run = run_script(workdir, """
+    token = secrets.token_hex(8)  # ours alone: other tests (other workers) sleep too
+    run = run_script(workdir, f"""
         import subprocess, sys, time
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # {token}"])
         time.sleep(60)
     """, timeout_s=2)
     assert run.timed_out and run.wall_s < 15
-    left = subprocess.run(["pgrep", "-f", "time.sleep\\(60\\)"], capture_output=True,
-                          text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True).stdout.split()
     assert left == []
 
 
