@@ -57,13 +57,16 @@ class EvaluationRequest:
 @dataclass
 class ScreenRequest:
     """Many configurations of one program to screen (`evaluation.screening`): timings and
-    spot-checks to rank them, never a reported result. `timeout_s` is per configuration."""
+    spot-checks to rank them, never a reported result. `timeout_s` is per configuration;
+    `deadline_s` (optional) the seconds after the screening starts when no more
+    configurations start (those left come back skipped)."""
 
     problem_source: str
     sources: list[str]
     target: str  # HardwareTarget.name
     precision_policy: str = "strict"
     timeout_s: float = 60.0
+    deadline_s: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
 

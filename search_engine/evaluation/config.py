@@ -21,6 +21,16 @@ DEFAULT_TRIAL_PLAN: tuple[tuple[float, float], ...] = (
 )
 
 
+def _env_count(name: str) -> int:
+    """A non-negative whole number from the environment (0 when unset)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise ValueError(f"{name} must be a whole number of 0 or more, not {text!r}")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """Dr. Kernel's reward: when correct, w_c·1 + w_s·min(speedup, clip) + w_v·coverage.
@@ -105,6 +115,9 @@ class EvaluationConfig:
     # screening (`screening.screen`): one short timing per configuration, never reported
     screen_min_timing_ms: float = 10.0
     screen_warmup_ms: float = 5.0
+    # warm sandboxes a screening spreads its configurations over (each compiles its share):
+    # 0 = auto (one on the interpreter, half the host's cores up to 8 on a GPU)
+    screen_lanes: int = field(default_factory=lambda: _env_count("KERNELHUB_SCREEN_LANES"))
     # interpreter timing: a few wall-clock reps, labelled `interpreter`
     interpreter_reps: int = 3
     # the problem's own sandbox: reference outputs and baselines

@@ -94,7 +94,7 @@ class LocalExecutor:
             return screen(request.problem_source, request.sources, target=request.target,
                           precision_policy=request.precision_policy,
                           timeout_s=request.timeout_s, config=config,
-                          reference_cache=self._references,
+                          deadline_s=request.deadline_s, reference_cache=self._references,
                           sandbox_pool=self.sandbox_pool(request.target, config))
 
     def cancel(self, future: Future) -> None:

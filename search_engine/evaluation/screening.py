@@ -67,6 +67,8 @@ class ScreenedConfiguration:
     iqr_ms: float | None = None
     samples: int = 0
     method: str = ""
+    seconds: float = 0.0  # its screening's wall time (load and compile, check, timing)
+    skipped: bool = False  # never screened: the screening's deadline came first
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,13 +116,16 @@ def screen(problem_source: Problem | str | Path, sources: list[str],
            target: str | HardwareTarget = "auto", precision_policy: str = "strict",
            timeout_s: float = DEFAULT_SCREEN_TIMEOUT_S, config: EvaluationConfig | None = None,
            *, reference_cache: ReferenceCache | None = None, sandbox_pool=None,
-           workers: int | None = None) -> ScreenResult:
+           workers: int | None = None, deadline_s: float | None = None) -> ScreenResult:
     """Screen each of `sources` (Python defining `ModelNew`) against the problem: a
     spot-check of one trial against the reference and a short timing, in warm sandboxes
     (`timeout_s` each configuration). Bad problems, targets or policies raise like
     `evaluate`; every configuration's failure is a `ScreenedConfiguration`, never an
-    exception."""
+    exception. With `deadline_s`, no configuration starts later than that many seconds
+    after the call: the rest come back `skipped` (a search with a time limit keeps the time
+    its finalists' full evaluations need)."""
     started = time.monotonic()
+    stop_at = None if deadline_s is None else started + max(0.0, deadline_s)
     config = screening_config(config or EvaluationConfig())
     problem, hw = checked_request(problem_source, target, precision_policy, timeout_s)
     runs = [ScreenRun(problem, source, hw, precision_policy, timeout_s, config, index)
@@ -134,36 +139,45 @@ def screen(problem_source: Problem | str | Path, sources: list[str],
     result = ScreenResult([], hw.name)
     if todo:
         reference = _reference(problem, config, hw, reference_cache, precision_policy)
+        result.phases["reference_s"] = round(time.monotonic() - started, 3)
         try:
             if reference.defects:
                 why = "problem defect: " + "; ".join(reference.defects)
                 done.update({r.index: r.failed(why) for r in todo})
             else:
-                chunks = _chunks(todo, workers or _default_workers(hw, len(todo)))
+                chunks = _chunks(todo, workers or config.screen_lanes
+                                 or _default_workers(hw, len(todo)))
                 result.sandboxes = len(chunks)
                 with ThreadPoolExecutor(len(chunks), thread_name_prefix="kernelhub-screen") as pool:
                     # each lane in a copy of this context: a cancel (the executor's scope)
                     # reaches the sandboxes the lanes take
                     lanes = [pool.submit(contextvars.copy_context().run, _screen_chunk, chunk,
-                                         reference, sandbox_pool) for chunk in chunks]
+                                         reference, sandbox_pool, stop_at) for chunk in chunks]
                     for lane in lanes:
-                        done.update(lane.result())
+                        screened, phases = lane.result()
+                        done.update(screened)
+                        for name, seconds in phases.items():
+                            result.phases[name] = round(result.phases.get(name, 0.0)
+                                                        + seconds, 3)
         finally:
             if reference_cache is None and reference.link is not None:
                 reference.link.close()
     result.configurations = [done[i] for i in range(len(sources))]
     result.duration_s = round(time.monotonic() - started, 3)
     passed = sum(c.passed for c in result.configurations)
-    result.message = f"{passed} of {len(sources)} configurations passed the spot-check"
+    skipped = sum(c.skipped for c in result.configurations)
+    result.message = f"{passed} of {len(sources)} configurations passed the spot-check" + (
+        f" ({skipped} not screened: out of time)" if skipped else "")
     return result
 
 
 def _default_workers(hw: HardwareTarget, count: int) -> int:
-    """One sandbox on the interpreter; on a GPU, up to a quarter of the cores compile in
-    parallel (each sandbox compiles its share; timing takes the GPU lock in turn)."""
+    """One sandbox on the interpreter; on a GPU, up to half the cores compile in parallel
+    (each sandbox compiles its share, which is most of a configuration's time; timing takes
+    the GPU lock in turn)."""
     if hw.is_interpreter:
         return 1
-    return max(1, min(count, (os.cpu_count() or 4) // 4, 8))
+    return max(1, min(count, (os.cpu_count() or 4) // 2, 8))
 
 
 def _chunks(runs: list, workers: int) -> list[list]:
@@ -171,28 +185,41 @@ def _chunks(runs: list, workers: int) -> list[list]:
     return [runs[i::workers] for i in range(workers)]
 
 
-def _screen_chunk(runs: list["ScreenRun"], ref: ReferenceData,
-                  pool) -> dict[int, ScreenedConfiguration]:
+def _screen_chunk(runs: list["ScreenRun"], ref: ReferenceData, pool,
+                  stop_at: float | None = None) -> tuple[dict[int, ScreenedConfiguration], dict]:
     """Screen `runs` one after another in one warm sandbox, replaced whenever a
-    configuration killed it, timed out, broke the protocol or tampered with it."""
+    configuration killed it, timed out, broke the protocol or tampered with it; none
+    started after `stop_at` (time.monotonic()). Also the seconds spent per phase."""
     out: dict[int, ScreenedConfiguration] = {}
+    phases: dict[str, float] = {}
     lane: _Lane | None = None
     try:
         for run in runs:
+            if stop_at is not None and time.monotonic() >= stop_at:
+                out[run.index] = run.skipped()
+                continue
             if lane is None:
+                begun = time.monotonic()
                 lane = _Lane(run, ref, pool)
+                _add(phases, "sandbox_s", time.monotonic() - begun)
                 if lane.error:
                     out[run.index] = run.failed(lane.error)
                     lane = None
                     continue
             out[run.index] = lane.screen(run)
+            for name, seconds in lane.phases.items():
+                _add(phases, name, seconds)
             if lane.spoiled:
                 lane.close()
                 lane = None
     finally:
         if lane is not None:
             lane.close()
-    return out
+    return out, phases
+
+
+def _add(phases: dict[str, float], name: str, seconds: float) -> None:
+    phases[name] = phases.get(name, 0.0) + seconds
 
 
 class ScreenRun(CandidateRun):
@@ -207,12 +234,17 @@ class ScreenRun(CandidateRun):
     def failed(self, reason: str) -> ScreenedConfiguration:
         return ScreenedConfiguration(self.index, False, reason[:1000])
 
+    def skipped(self) -> ScreenedConfiguration:
+        return ScreenedConfiguration(self.index, False, "not screened: the screening's time "
+                                     "ran out", skipped=True)
+
 
 class _Lane:
     """One warm sandbox with the trials' inputs staged, screening configurations in turn."""
 
     def __init__(self, first: ScreenRun, ref: ReferenceData, pool):
         self.ref, self.error, self.spoiled = ref, "", False
+        self.phases: dict[str, float] = {}  # the last configuration's seconds per phase
         self.resident = None
         first._ref = ref
         try:
@@ -244,8 +276,12 @@ class _Lane:
         session.renew(run.timeout_s)
         path = session.workdir / f"config_{run.index:04d}.py"
         path.write_text(run.candidate)
+        self.phases, self._clock = {}, time.monotonic()
         try:
-            return self._screen(run, session, path)
+            screened = self._screen(run, session, path)
+            self._phase("timing_s")
+            screened.seconds = round(sum(self.phases.values()), 3)
+            return screened
         except SandboxTimeout:
             self.spoiled = True
             return run.failed(f"timeout: did not finish within {run.timeout_s:g} s")
@@ -263,12 +299,14 @@ class _Lane:
     def _screen(self, run: ScreenRun, session: SandboxSession,
                 path: Path) -> ScreenedConfiguration:
         reply = run._load(session, self.ref, path)
+        self._phase("compile_s")
         if not reply.get("ok"):
             return run.failed(_failure(reply))
         warm = run._warm(session, self.set_id)
         if warm is not None:
             return run.failed(_failure(warm))
         verdict, streams = self._spot_check(run, session)
+        self._phase("check_s")
         if verdict is None:
             return run.failed(streams)
         if not verdict.passed:
@@ -299,6 +337,12 @@ class _Lane:
         return ScreenedConfiguration(run.index, True, "passed the spot-check",
                                      stats.get("median_ms"), stats.get("iqr_ms"),
                                      int(stats.get("samples") or 0), stats.get("method", ""))
+
+    def _phase(self, name: str) -> None:
+        """The time since the last phase ended, counted to `name`."""
+        now = time.monotonic()
+        self.phases[name] = self.phases.get(name, 0.0) + now - self._clock
+        self._clock = now
 
     def _spot_check(self, run: ScreenRun, session: SandboxSession) -> tuple:
         """The verdict on one call at the staged trial, and that call's streams; or (None,

@@ -25,8 +25,10 @@ class ProgressBar:
             self.evaluated += 1
         elif kind == "best_improved":
             self.best = payload
-        elif kind == "log" and payload.get("level") != "info":
-            self._line(f"  {payload['level']}: {payload['message']}")
+        elif kind == "log":  # warnings and what the search did (screenings, skills)
+            level = payload.get("level")
+            self._line(f"  {payload['message']}" if level == "info"
+                       else f"  {level}: {payload['message']}")
             return
         elif kind != "status_changed":
             return

@@ -3,6 +3,7 @@ results to the tree (`EvaluationSteps`, mixed into `SearchRunner`)."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from search_engine.evaluation.result import EvaluationResult
@@ -31,6 +32,7 @@ class EvaluationSteps:
                     target=self.target.name, precision_policy=self.config.precision_policy,
                     timeout_s=self.config.eval_timeout_s)
                 future = self.executor.submit(request)
+                self._submitted_at[node.id] = time.monotonic()
             future.add_done_callback(lambda _f: self._wake.set())
             self._futures[node.id] = future
         if batch is None:
@@ -49,6 +51,7 @@ class EvaluationSteps:
         for node_id, future in list(self._futures.items()):
             if future.done() and node_id not in self._done:
                 self._done[node_id] = self._result_of(future)
+                self._timed(node_id, self._done[node_id])
         order = sorted(self._done)
         if self.config.ordered:
             waiting = sorted(i for i in self._futures if i not in self._done)
@@ -62,6 +65,14 @@ class EvaluationSteps:
         for node_id in order:
             self._futures.pop(node_id, None)
             self._apply(self.tree.nodes[node_id], self._done.pop(node_id))
+
+    def _timed(self, node_id: int, result: EvaluationResult) -> None:
+        """Keep how long a full evaluation took (submit to result), for screening deadlines;
+        a cancelled or infrastructure-failed one says nothing about the next."""
+        submitted = self._submitted_at.pop(node_id, None)
+        if submitted is not None and result.status not in ("cancelled",) \
+                and not result.message.startswith("the executor failed"):
+            self._evaluation_seconds.append(time.monotonic() - submitted)
 
     def _result_of(self, future: Future) -> EvaluationResult:
         try:
@@ -138,6 +149,7 @@ class EvaluationSteps:
         for node_id, future in list(self._futures.items()):
             if future.done() and node_id not in self._done:
                 self._done[node_id] = self._result_of(future)
+                self._timed(node_id, self._done[node_id])
         for node_id in sorted(self._done):
             self._futures.pop(node_id, None)
             self._apply(self.tree.nodes[node_id], self._done.pop(node_id))

@@ -109,6 +109,8 @@ class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps)
         self._wake = threading.Event()
         self._futures: dict[int, Future] = {}
         self._done: dict[int, EvaluationResult] = {}
+        self._submitted_at: dict[int, float] = {}  # time.monotonic() of each submission
+        self._evaluation_seconds: list[float] = []  # full evaluations, submit to result
         self._batches: list[list[int]] = []
         self._applied: set[int] = {n.id for n in self.tree.nodes.values()
                                    if n.evaluated or n.status in NEVER_EVALUATED}
@@ -225,7 +227,7 @@ class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps)
                 stop_reason = now_reason
             if not now_reason and self._async and self._empty_streak >= 4 \
                     and not self._pending and not self._futures:
-                stop_reason = now_reason = self._exhausted_reason()
+                stop_reason = now_reason = self._stop_reason() or self._exhausted_reason()
             blocked = self._pause.is_set() or self._outage_waiting()
             hold_latest = (self.config.ordered and not now_reason and not blocked
                            and not self._warming_up())
@@ -233,7 +235,8 @@ class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps)
                 if not self._step():
                     hold_latest = False  # nothing new to select: let the results in
                     if not self._futures and not self._pending:
-                        stop_reason = self._exhausted_reason()
+                        # a step stopped by the clock (a screening cut short) made nothing
+                        stop_reason = self._stop_reason() or self._exhausted_reason()
             if self._futures:
                 self._collect(hold_latest)
             elif stop_reason and not self._pending:
@@ -303,6 +306,11 @@ class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps)
             return f"time limit of {limit:g} s reached"
         return ""
 
+    def _seconds_left(self) -> float | None:
+        """Wall-clock seconds before the time limit; None without one."""
+        limit = self.config.max_seconds
+        return None if limit is None else limit - (time.monotonic() - self._started)
+
     def _rng(self, salt: str) -> random.Random:
         return random.Random(f"{self.config.seed}:{len(self.tree.nodes)}:{salt}")
 
@@ -310,6 +318,8 @@ class SearchRunner(SynthesisSteps, ScreeningSteps, EvaluationSteps, OutageSteps)
         """Select and synthesize one step; False when nothing new could be made. A remote
         synthesizer's answer lands later (`_land_finished`); an inline one lands here."""
         for attempt in range(4):  # a fully explored node: select again (policy is random)
+            if self._time_limit_reason():  # the last attempt ran out the clock
+                return False
             expansion = self.policy.select(self.tree, self._rng(f"select{attempt}"))
             if expansion is None:
                 return False

@@ -150,7 +150,7 @@ class SynthesisSteps:
         pending for full evaluation (returned), the rest `screened`. None when this step
         is not screened (too few proposals, or the screening failed)."""
         finalists = self._finalist_count(pending.count)
-        if not self._screening() or len(proposals) <= finalists:
+        if not self._screens_now() or len(proposals) <= finalists:
             return None
         family = proposals[:self.config.screen]
         screens = self._screen_family(pending.parent_id, family, finalists)
@@ -158,6 +158,9 @@ class SynthesisSteps:
             return [] if screens is None else None
         nodes = []
         for proposal, screen in zip(family, screens):
+            if screen.get("skipped") and not screen["finalist"]:  # never screened: no node
+                self._add_usage(proposal.usage)
+                continue
             node = self._node_from(proposal, pending, screen)
             if screen["finalist"]:
                 nodes.append(node)

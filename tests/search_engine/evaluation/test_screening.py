@@ -46,6 +46,19 @@ def test_every_configuration_is_timed_and_a_wrong_one_fails_the_spot_check(
     assert [c.index for c in result.ranked()] == sorted(
         [0, 2], key=lambda i: result.configurations[i].median_ms)
     assert result.sandboxes == 1  # one warm sandbox screened all three
+    # where the time went, per phase (the GPU throughput numbers read these)
+    assert {"reference_s", "sandbox_s", "compile_s", "check_s", "timing_s"} <= set(result.phases)
+    assert all(c.seconds > 0 and not c.skipped for c in result.configurations)
+
+
+def test_no_configuration_starts_after_the_deadline(tiny_softmax, references):
+    result = screen(tiny_softmax, [CLEAN, WIDER], target="interpreter", timeout_s=60,
+                    config=EvaluationConfig(ncu="off"), reference_cache=references,
+                    deadline_s=0.0)
+    assert [c.skipped for c in result.configurations] == [True, True]
+    assert not result.ranked()
+    assert all(c.reason.startswith("not screened") for c in result.configurations)
+    assert "2 not screened: out of time" in result.message
 
 
 def test_a_configuration_cannot_find_the_reference_outputs(tiny_softmax, references):
@@ -110,3 +123,13 @@ def test_a_cancelled_screening_kills_the_sandboxes_of_its_lanes(tiny_softmax):
         executor.cancel(future)
         hung, after = future.result(timeout=120).configurations
     assert not hung.passed and not after.passed  # every sandbox it takes is killed
+
+
+def test_the_lanes_come_from_the_environment_and_bad_values_are_refused(monkeypatch):
+    monkeypatch.setenv("KERNELHUB_SCREEN_LANES", "3")
+    assert EvaluationConfig().screen_lanes == 3
+    monkeypatch.setenv("KERNELHUB_SCREEN_LANES", "many")
+    with pytest.raises(ValueError, match="KERNELHUB_SCREEN_LANES must be a whole number"):
+        EvaluationConfig()
+    monkeypatch.delenv("KERNELHUB_SCREEN_LANES")
+    assert EvaluationConfig().screen_lanes == 0  # auto

@@ -102,8 +102,9 @@ def test_when_no_configuration_passes_the_first_ones_are_still_fully_evaluated()
     """A full verdict (with its diagnosis) is what the next step learns from."""
     executor = FailingScreens()
     runner, outcome = _run(executor, budget=3, children_per_step=1, screen=4)
-    assert outcome.evaluated == 3 and len(executor.screened) == 3
-    for family, request in zip(executor.screened, executor.requests):
+    # the first evaluation is never screened; each later step screens a family
+    assert outcome.evaluated == 3 and len(executor.screened) == 2
+    for family, request in zip(executor.screened, executor.requests[1:]):
         assert request.candidate_source == family[0]
 
 
@@ -153,5 +154,87 @@ def test_a_screened_family_shows_only_a_steps_worth_of_pruned_configurations():
     for node in runner.tree.nodes.values():
         if node.status == "pruned":
             per_parent[node.parent_id] = per_parent.get(node.parent_id, 0) + 1
-    assert per_parent and max(per_parent.values()) <= len(executor.screened)
-    assert sum(per_parent.values()) == len(executor.screened)  # one per screened step
+    steps = len(executor.screened) + 1  # the first evaluation's step is never screened
+    assert per_parent and max(per_parent.values()) <= steps
+    assert sum(per_parent.values()) == steps  # one per step
+
+
+def test_the_first_evaluation_is_the_default_and_waits_for_no_screening():
+    """The template's default is evaluated before anything is screened: a search that runs
+    out of time during its first screening still has a verdict."""
+    executor = ScreeningExecutor()
+    runner, _ = _run(executor, budget=3, children_per_step=2, screen=6)
+    first = runner.tree.nodes[1]
+    assert first.parent_id == 0 and first.evaluated and "screen" not in first.origin
+    assert executor.requests[0].candidate_source == first.source
+    assert all(first.source not in family for family in executor.screened)
+
+
+class RecordingDeadlines(ScreeningExecutor):
+    def __init__(self):
+        super().__init__()
+        self.deadlines = []
+
+    def screen(self, request) -> Future:
+        self.deadlines.append(request.deadline_s)
+        return super().screen(request)
+
+
+def test_a_time_limit_gives_each_screening_a_deadline_that_leaves_room_for_finalists():
+    limited = RecordingDeadlines()
+    _run(limited, budget=4, children_per_step=1, screen=4, max_seconds=120)
+    assert limited.deadlines and all(5.0 <= d < 118.0 for d in limited.deadlines)
+    unlimited = RecordingDeadlines()
+    _run(unlimited, budget=4, children_per_step=1, screen=4)
+    assert unlimited.deadlines and set(unlimited.deadlines) == {None}
+
+
+def test_the_deadline_is_the_time_left_less_the_finalists_evaluations():
+    import time
+
+    runner = SearchRunner(problem_source("softmax"), "h200", OfflineSynthesizer(),
+                          ScreeningExecutor(), SearchConfig(seed=0, screen=8, max_seconds=20,
+                                                            max_in_flight=4))
+    runner._started = time.monotonic()
+    runner._evaluation_seconds = [40.0, 10.0]  # the first (with baselines) is not typical
+    assert 5.0 <= runner._screen_deadline(2) <= 5.5  # 20 - (10 * 1.25 + 2)
+    assert 5.0 <= runner._screen_deadline(4) <= 5.5  # four finalists run at once
+    assert runner._screen_deadline(5) == 0.0  # two rounds of evaluations: no time to screen
+    runner._evaluation_seconds = [40.0, 13.0]
+    assert runner._screen_deadline(2) == 0.0
+
+
+class SkippingScreens(ScreeningExecutor):
+    """Screens the first half of each family; the deadline came before the rest."""
+
+    def screen(self, request) -> Future:
+        future = super().screen(request)
+        result = future.result()
+        half = len(result.configurations) // 2
+        for config in result.configurations[half:]:
+            config.passed, config.median_ms, config.skipped = False, None, True
+            config.reason = "not screened: the screening's time ran out"
+        return future
+
+
+def test_configurations_the_deadline_skipped_are_neither_nodes_nor_counted():
+    executor = SkippingScreens()
+    runner, outcome = _run(executor, budget=4, children_per_step=1, screen=6)
+    screened_sources = {n.source for n in runner.tree.nodes.values()
+                        if n.origin.get("screen")}
+    for family in executor.screened:
+        assert not screened_sources & set(family[3:])  # the skipped half made no node
+    assert outcome.screened == 3 * len(executor.screened)
+
+
+class HangingScreens(ScreeningExecutor):
+    def screen(self, request) -> Future:
+        self.screened.append(list(request.sources))
+        return Future()  # never finishes: only the time limit ends it
+
+
+def test_a_time_limit_during_a_screening_stops_as_a_time_limit_with_the_first_verdict():
+    runner, outcome = _run(HangingScreens(), budget=6, children_per_step=1, screen=4,
+                           max_seconds=8)
+    assert outcome.stop == "time_limit", outcome.reason
+    assert outcome.best is not None and outcome.evaluated == 1
