@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parents[3]
 BUDGET, FAULT_BUDGET = 16, 8
 SESSION_DEADLINE_S = 420
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
-              pytest.mark.postgres, pytest.mark.redis]
+              pytest.mark.postgres, pytest.mark.redis,
+              pytest.mark.xdist_group("shared-redis")]  # one xdist worker on the shared Redis
 
 
 class Worker:

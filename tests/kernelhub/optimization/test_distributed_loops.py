@@ -26,7 +26,8 @@ from tests.kernelhub.optimization.test_distributed import postgres_db  # noqa: F
 from tests.kernelhub.optimization.test_distributed_faults import REPO, Worker, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
-              pytest.mark.postgres, pytest.mark.redis]
+              pytest.mark.postgres, pytest.mark.redis,
+              pytest.mark.xdist_group("shared-redis")]  # one xdist worker on the shared Redis
 VISIBILITY_S = 6  # Redis hands an unacknowledged message out again after this long
 
 

@@ -19,7 +19,8 @@ from tests.kernelhub.optimization.test_distributed import postgres_db  # noqa: F
 from tests.kernelhub.optimization.test_distributed_faults import REPO, Worker, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow,
-              pytest.mark.postgres, pytest.mark.redis]
+              pytest.mark.postgres, pytest.mark.redis,
+              pytest.mark.xdist_group("shared-redis")]  # one xdist worker on the shared Redis
 QUEUE = "gpu.interpreter"  # on the test's own Redis
 LONG_S = 60.0
 

@@ -16,6 +16,9 @@ from search_engine.protocols import ScreenRequest
 
 from .test_distributed import celery_workers, distributed_settings, postgres_db  # noqa: F401
 
+# one xdist worker for every test on the shared Redis (its Celery workers answer every test)
+pytestmark = pytest.mark.xdist_group("shared-redis")
+
 Job = EvaluationJob.State
 
 

@@ -22,7 +22,8 @@ from kernelhub.optimization.session_state import session_state
 from search_engine.evaluation.executor import LocalExecutor
 from search_engine.protocols import EvaluationRequest
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# one xdist worker for every test that reads the live workers on the shared Redis
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("shared-redis")]
 
 
 def make_session(teams, hardware, problem, target: str = "h200") -> SearchSession:
