@@ -71,6 +71,11 @@ def api_state(teams, session) -> dict:
     return client.get(f"/api/v1/sessions/{session.pk}/").json()
 
 
+def waiting_on(teams, session) -> tuple[str, str]:
+    state = api_state(teams, session)
+    return state["state"], state["waiting_on_queue"]
+
+
 def loop_owner(session) -> str:
     lease = SessionLease.objects.filter(session=session).first()
     return lease.owner if lease is not None else ""
@@ -80,9 +85,10 @@ def test_a_session_beyond_the_loop_slots_says_it_is_queued_and_cancel_revokes_no
         teams, hardware, library_problem, loops):
     search = loops("search", concurrency=1)
     first = launch(teams, hardware, library_problem)
-    wait_until(lambda: api_state(teams, first)["state"] == "waiting_for_worker", 120,
-               "the first loop to wait for a gpu.interpreter worker", [search])
-    assert api_state(teams, first)["waiting_on_queue"] == "gpu.interpreter"
+    # before the search worker is seen live, the session waits for a worker on `search`:
+    # wait for its loop to be running, waiting for the evaluation worker
+    wait_until(lambda: waiting_on(teams, first) == ("waiting_for_worker", "gpu.interpreter"),
+               120, "the first loop to wait for a gpu.interpreter worker", [search])
 
     second = launch(teams, hardware, library_problem)
     wait_until(lambda: api_state(teams, second)["state"] == "queued_for_loop", 30,
@@ -92,8 +98,8 @@ def test_a_session_beyond_the_loop_slots_says_it_is_queued_and_cancel_revokes_no
     assert "1 session loop holds" in state["state_detail"], state["state_detail"]
 
     session_cancel(first, teams["users"][("alpha", "engineer")])  # frees the slot
-    wait_until(lambda: api_state(teams, second)["state"] == "waiting_for_worker", 120,
-               "the second session's loop to take the freed slot", [search])
+    wait_until(lambda: waiting_on(teams, second) == ("waiting_for_worker", "gpu.interpreter"),
+               120, "the second session's loop to take the freed slot", [search])
     assert api_state(teams, first)["state"] == "cancelled"
     session_cancel(second, teams["users"][("alpha", "engineer")])
     wait_until(lambda: not ledger.lease_held(second.pk), 60, "the second loop to end", [search])
