@@ -10,6 +10,10 @@ source) → `spaces/` (parameters, defaults, moves, resource limits) → this mo
   (a failure shrinks tiles and warps; memory-bound grows the work per program; compute-bound
   grows tiles and stages; latency-bound lowers warps or splits K).
 - Crossover (evolution) takes each parameter from one of two parents.
+- A family asked for at once (a screening's dozens) is not only the parent's neighbourhood:
+  a quarter of it is random points of the whole space, so a screening can leave a poor
+  default's basin (on the H200, 16 unscreened evaluations found a better random conv
+  configuration than 108 screened neighbours).
 
 Everything random comes from the `rng` the search passes in, so a seed gives the same tree.
 """
@@ -27,6 +31,9 @@ from search_engine.synthesis.offline.plan.gemm_epilogue import planned, prepared
 from search_engine.synthesis.offline.plan.kernel_plan import KernelPlan, kernel_plan
 from search_engine.synthesis.offline.spaces import staged, templates
 from search_engine.synthesis.offline.writers import travel
+
+WIDE_FAMILY = 16  # from this many proposals a family mixes in whole-space draws
+WHOLE_SPACE_SHARE = 4  # one proposal in this many is a whole-space draw
 
 # family name -> its space module, which names its writer too (render, default_params, clamp,
 # valid, random_params, ordered_moves, apply_move, fits_shared_memory, resource_problem, notes)
@@ -134,6 +141,8 @@ class OfflineSynthesizer:
                                          request.second_parent.origin["params"], rng, n)
         else:
             candidates = self._moves(an, parent_params, diagnosis, policy, rng, request)
+            if n >= WIDE_FAMILY:
+                candidates = self._with_whole_space(an, target, policy, rng, n, candidates)
         proposals, pruned, seen = [], [], set(request.known_sources)
         refused: NotCoveredError | None = None
         for transformation, params in candidates:
@@ -187,6 +196,20 @@ class OfflineSynthesizer:
             out.append(("reset_defaults", family_module(an).default_params(an, request.target.name,
                                                                    policy)))
         return out
+
+    def _with_whole_space(self, an, target, policy, rng, n, local):
+        """`local` (moves) with every WHOLE_SPACE_SHARE-th of the first n a random point of the
+        whole space, so a family cut at n holds both; the spare draws follow the moves, to
+        fill in where the moves run out or render sources already seen."""
+        draws = self._fresh(an, target, policy, rng, n)[1:]  # [0] is the default
+        local, quota, mixed = list(local), n // WHOLE_SPACE_SHARE, []
+        while local:
+            if draws and quota and len(mixed) % WHOLE_SPACE_SHARE == WHOLE_SPACE_SHARE - 1:
+                mixed.append(draws.pop(0))
+                quota -= 1
+            else:
+                mixed.append(local.pop(0))
+        return mixed + draws
 
     def _crossover(self, an, first, second, rng, n):
         out = []

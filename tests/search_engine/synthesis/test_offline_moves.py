@@ -6,6 +6,7 @@ from search_engine.hardware import get_target
 from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
 from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.spaces import templates
+from search_engine.synthesis.offline.synthesizer import family_module
 
 from .conftest import library_source
 
@@ -98,3 +99,19 @@ def test_matmul_tiles_that_overflow_shared_memory_are_not_proposed():
         assert fits == (not p.pruned), (p.params, p.pruned)
         assert not p.pruned or p.pruned.startswith("pruned.shared_memory")
     assert len([p for p in proposals if not p.pruned]) == 6
+
+
+def test_a_screening_family_mixes_whole_space_draws_with_the_moves():
+    # a screening asks for dozens at once: a quarter of them leave the parent's neighbourhood
+    syn = OfflineSynthesizer()
+    source = library_source("conv2d_relu")
+    an = syn.analysis(source)
+    params = family_module(an).default_params(an, "h200", "strict")
+    parent = node(syn.render(source, params), params)
+    family = syn.propose(request(source, parent), 32, random.Random(0))
+    kinds = ["draw" if p.transformation.endswith(":random") else "move" for p in family]
+    assert kinds.count("draw") >= 32 // 4 - 2 and kinds.count("move") >= 32 // 2
+    assert "draw" in kinds[:8], kinds  # spread through the family, not only where moves end
+    assert len({p.source for p in family}) == len(family)
+    children = syn.propose(request(source, parent), 3, random.Random(0))  # a step's children
+    assert not any(p.transformation.endswith(":random") for p in children)
