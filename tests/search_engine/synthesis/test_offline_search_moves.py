@@ -12,6 +12,7 @@ from search_engine.protocols import EvaluationRequest
 from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
 from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.spaces import templates
+from search_engine.synthesis.offline.synthesizer import family_module
 
 from .test_offline_templates import check, problem
 
@@ -215,3 +216,30 @@ def test_a_split_parent_tries_unsplitting_moves_last():
     unsplit = {**params, "variant": "online", "SPLIT": 1}  # other parents: the usual order
     assert templates.ordered_moves(an, "memory", "strict", random.Random(0), unsplit) == \
         templates.ordered_moves(an, "memory", "strict", random.Random(0))
+
+
+CONV_RELU = problem("torch.relu(self.conv(x))", "torch.randn(2, 3, 9, 9)",
+                    "self.conv = nn.Conv2d(3, 8, 3, padding=1, dilation=1)")
+
+
+def test_strict_convolutions_run_their_dots_on_tensor_cores_and_fall_back_to_ieee(run):
+    # issue 30: a strict conv's implicit GEMM is three tf32 products, as a strict GEMM's is;
+    # fp32 FMA ("ieee") is the fallback a failed trial moves to
+    syn = OfflineSynthesizer()
+    an = syn.analysis(CONV_RELU)
+    space = family_module(an)
+    strict = space.default_params(an, "h200", "strict")
+    assert strict["PRECISION"] == "tf32x3"
+    source = syn.render(CONV_RELU, strict)
+    assert "input_precision='tf32x3'" in source and "'ieee'" not in source
+    assert "input_precision='tf32'" in syn.render(
+        CONV_RELU, space.default_params(an, "h200", "tf32"))
+    failed = syn.propose(request(CONV_RELU, parent_node(source, strict, status="incorrect")),
+                         2, random.Random(0))
+    fallback = next(p for p in failed if p.transformation == "dot_ieee")
+    assert "input_precision='ieee'" in fallback.source
+    assert "dot_precision ieee" in fallback.notes
+    assert "tf32" not in space.ordered_moves(an, "compute", "strict", random.Random(0))
+    for params in (space.default_params(an, "interpreter", "strict"), fallback.params):
+        check(run, CONV_RELU, syn.render(CONV_RELU, {**params, "BLOCK_M": 16, "BLOCK_N": 16,
+                                                     "BLOCK_K": 16}))

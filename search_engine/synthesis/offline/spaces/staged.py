@@ -13,6 +13,12 @@ from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 (its writer)
 
+# Strict fp32 dots (conv, attention, batched matmul) run as three tf32 tensor-core products,
+# as the matmul family's do; `dot_ieee` (fp32 FMA, several times slower) is the fallback
+# when a trial misses the strict tolerance. Stages without a dot ignore PRECISION.
+STRICT_DOT_PRECISION = "tf32x3"
+PRECISION_MOVES = {"dot_ieee": "ieee", "dot_tf32x3": STRICT_DOT_PRECISION, "tf32": "tf32"}
+
 STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
 
 
@@ -30,7 +36,7 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
             "BLOCK_M": 64 if gpu else 16, "BLOCK_N": 64 if gpu else 16,
             "BLOCK_K": 32 if gpu else 16, "num_warps": 4, "num_stages": 2 if gpu else 1,
             "SPLIT_R": 256 if gpu else 1,
-            "PRECISION": "tf32" if policy in ("tf32", "bf16") else "ieee"}
+            "PRECISION": "tf32" if policy in ("tf32", "bf16") else STRICT_DOT_PRECISION}
 
 
 def clamp(an: Analysis, params: dict[str, Any]) -> dict[str, Any]:
@@ -52,11 +58,13 @@ def random_params(an: Analysis, base: dict[str, Any], rng) -> dict[str, Any]:
 def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
                   params: dict | None = None) -> list[str]:
     """Moves as `±` steps of one parameter; the diagnosis picks which come first."""
-    order = {"failure": ["BLOCK_M-", "BLOCK_N-", "BLOCK_R-", "BLOCK-", "num_warps-"],
+    order = {"failure": ["BLOCK_M-", "dot_ieee", "BLOCK_N-", "BLOCK_R-", "BLOCK-",
+                         "num_warps-"],
              "memory": ["BLOCK+", "BLOCK_O+", "BLOCK_R+", "num_warps+"],
              "compute": ["BLOCK_M+", "BLOCK_N+", "num_stages+", "BLOCK_K+"],
              "latency": ["num_warps-", "BLOCK_O-", "BLOCK_M-"]}.get(diagnosis, [])
     rest = [f"{k}{s}" for k in SPACE for s in "+-" if f"{k}{s}" not in order]
+    rest += [m for m in ("dot_ieee", "dot_tf32x3") if m not in order]
     if policy != "strict":
         rest.append("tf32")
     rng.shuffle(rest)
@@ -64,8 +72,10 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
 
 
 def apply_move(an: Analysis, params: dict[str, Any], move: str) -> dict[str, Any] | None:
-    if move == "tf32":
-        return None if params.get("PRECISION") == "tf32" else {**params, "PRECISION": "tf32"}
+    if move in PRECISION_MOVES:
+        precision = PRECISION_MOVES[move]
+        return None if params.get("PRECISION") == precision else {**params,
+                                                                   "PRECISION": precision}
     key, step = move[:-1], 1 if move.endswith("+") else -1
     choices = SPACE.get(key)
     if not choices or params.get(key) not in choices:
@@ -77,7 +87,7 @@ def apply_move(an: Analysis, params: dict[str, Any], move: str) -> dict[str, Any
 
 
 def notes(an: Analysis, params: dict[str, Any]) -> str:
-    return f"family {an.family} (staged); dot_precision {params.get('PRECISION', 'ieee')}"
+    return f"family {an.family} (staged); dot_precision {params.get('PRECISION', STRICT_DOT_PRECISION)}"
 
 
 def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -> bool:

@@ -15,7 +15,9 @@ import math
 
 from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.matmul_variants import pass_operand
-from search_engine.synthesis.offline.writers.staged_context import finish_dot_stage, p2, unravel
+from search_engine.synthesis.offline.writers.staged_context import (
+    dot_precision, finish_dot_stage, p2, unravel,
+)
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
@@ -49,7 +51,7 @@ def write(ctx, stage, name):
         base = " + ".join([f"{i} * w_s{d}" for d, i in enumerate(batch_idx)
                            if i != "0"] or ["0"])
         body.append(f"w_base = w_ptr + {base}")
-    precision = "tf32" if p.get("PRECISION") == "tf32" else "ieee"
+    precision = dot_precision(p)
     body += [f"qv = tl.load(q_base + rm[:, None] * q_s{nb} + rd[None, :] * q_s{nb + 1}, "
              "mask=mmask[:, None] & dmask[None, :], other=0.0).to(tl.float32)",
              f"qv = qv * {codegen.lit(node.attrs['scale'] * math.log2(math.e))}",

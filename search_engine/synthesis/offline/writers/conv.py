@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 
-from search_engine.synthesis.offline.writers.staged_context import finish_dot_stage, p2, unravel
+from search_engine.synthesis.offline.writers.staged_context import (
+    dot_precision, finish_dot_stage, p2, unravel,
+)
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
@@ -78,7 +80,7 @@ def write(ctx, stage, name):
         b = expr.value(w, ("(ci)[:, None]", "rn[None, :]", *tap_rows), "bmask")
     else:  # weight (C_out, C_in / groups, taps...)
         b = expr.value(w, ("co[None, :]", _col(ci_local), *tap_rows), "bmask")
-    precision = "tf32" if p.get("PRECISION") == "tf32" else "ieee"
+    precision = dot_precision(p)
     inner.append(f"acc += tl.dot({a}, {b}, input_precision='{precision}')")
     body.extend("    " + line for line in inner)
     expr.body, expr.cache = body, {}

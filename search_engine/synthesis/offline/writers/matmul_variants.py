@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 from search_engine.synthesis.offline.plan.stages import VIEW_OPS
-from search_engine.synthesis.offline.writers.staged_context import finish_dot_stage, p2, unravel
+from search_engine.synthesis.offline.writers.staged_context import (
+    dot_precision, finish_dot_stage, p2, unravel,
+)
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
@@ -87,8 +89,7 @@ def write(ctx, stage, name):
              "mask=mmask[:, None] & kmask[None, :], other=0.0).to(tl.float32)",
              f"    bv = tl.load(b_base + rk[:, None] * b_s{nb} + rn[None, :] * b_s{nb + 1}, "
              "mask=kmask[:, None] & nmask[None, :], other=0.0).to(tl.float32)",
-             f"    acc += tl.dot(av, bv, input_precision='"
-             f"{'tf32' if p.get('PRECISION') == 'tf32' else 'ieee'}')",
+             f"    acc += tl.dot(av, bv, input_precision='{dot_precision(p)}')",
              "cmask = mmask[:, None] & nmask[None, :]"]
     idx = tuple(batch_idx) + ("rm[:, None]", "rn[None, :]")
     grid = f"(triton.cdiv({m}, {bm}) * triton.cdiv({n}, {bn}), {max(1, math.prod(batch))})"

@@ -123,6 +123,17 @@ def finish_dot_stage(ctx: Context, stage: Stage, name: str, expr: Expr, idx, mas
                            ctx.params["num_stages"])]
 
 
+DOT_PRECISIONS = ("ieee", "tf32x3", "tf32")  # tl.dot's input precisions a stage may use
+
+
+def dot_precision(params: dict[str, Any]) -> str:
+    """The stage's tl.dot input precision: `tf32x3` is strict fp32 on tensor cores (three tf32
+    products), `ieee` the fp32 FMA fallback, `tf32` only under the tf32/bf16 policies (the
+    space never proposes it under strict, and the static checks refuse it there)."""
+    precision = params.get("PRECISION")
+    return precision if precision in DOT_PRECISIONS else "ieee"
+
+
 def p2(n: int) -> int:
     return codegen.next_pow2(max(1, int(n)))
 
