@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from search_engine.evaluation.config import EvaluationConfig
+from search_engine.evaluation.integrity.static_checks import run_static_checks
 from search_engine.evaluation.pipeline import evaluate
 from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
@@ -44,6 +45,9 @@ EVALUATED = {
     "conv_transposed_grouped": problem(
         "self.conv = nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, groups=2)",
         "torch.sigmoid(self.conv(x)) * 2.0", "torch.randn(1, 4, 3, 4, 3)"),
+    "conv_taps_outer_channels_last": problem(
+        "self.conv = nn.Conv2d(16, 6, 3, padding=1)", "torch.relu(self.conv(x))",
+        "torch.randn(2, 16, 5, 4)"),
     "pooling": problem("self.pool = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)",
                        "self.pool(x) + 1.0", "torch.randn(2, 3, 11, 10)"),
     "groupnorm": problem("self.gn = nn.GroupNorm(3, 6)", "self.gn(x)", "torch.randn(3, 6, 5, 7)"),
@@ -59,6 +63,8 @@ EVALUATED = {
                               "torch.randn(2, 3, 5, 8), torch.randn(8, 6)", "a, b"),
 }
 
+EVALUATED_PARAMS = {"conv_taps_outer_channels_last": {"CONV_LOOP": 2}}  # its layout copies too
+
 
 @pytest.mark.parametrize("name", sorted(EVALUATED))
 def test_the_evaluator_finds_the_staged_kernel_correct(name):
@@ -66,7 +72,9 @@ def test_the_evaluator_finds_the_staged_kernel_correct(name):
     synthesizer = OfflineSynthesizer()
     an = synthesizer.analysis(source)  # traced in the sandbox
     assert an.family in staged.FAMILIES
-    candidate = synthesizer.render(source, staged.default_params(an, "interpreter", "strict"))
+    params = {**staged.default_params(an, "interpreter", "strict"),
+              **EVALUATED_PARAMS.get(name, {})}
+    candidate = synthesizer.render(source, params)
     result = evaluate(source, candidate, target="interpreter", timeout_s=240,
                       config=EvaluationConfig(trials=5, interpreter_reps=1, ncu="off"))
     assert result.status == "correct", (result.status, str(result)[-2000:])
@@ -198,3 +206,47 @@ def test_few_outputs_over_many_elements_split_the_reduction(tmp_path):
     expected, got, _ = run_candidate(source, candidate, tmp_path)
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
     assert "_partial" not in staged.render(source, an, {**params, "SPLIT_R": 1})
+
+
+# 16+ channels per group, so the taps-outer loops are written (fewer keep the flat loop)
+WIDE_CONVS = {
+    "conv2d_strided_dilated": problem(
+        "self.conv = nn.Conv2d(16, 8, (3, 2), stride=2, padding=(1, 2), dilation=(2, 1))",
+        "torch.relu(self.conv(x)) * 2.0", "torch.randn(2, 16, 7, 6)"),
+    "conv1d_grouped": problem("self.conv = nn.Conv1d(32, 6, 3, padding=1, groups=2)",
+                              "self.conv(x)", "torch.randn(2, 32, 9)"),
+    "conv3d_no_bias": problem("self.conv = nn.Conv3d(17, 4, 2, bias=False)",
+                              "self.conv(x) + 1.0", "torch.randn(1, 17, 3, 4, 3)"),
+    "conv_transpose2d": problem("self.conv = nn.ConvTranspose2d(16, 5, 3, stride=2, padding=1)",
+                                "torch.tanh(self.conv(x))", "torch.randn(2, 16, 4, 3)"),
+    "conv_transpose1d_grouped": problem(
+        "self.conv = nn.ConvTranspose1d(32, 4, 4, stride=3, groups=2, dilation=2)",
+        "self.conv(x.transpose(1, 2).transpose(1, 2))", "torch.randn(2, 32, 5)"),
+}
+
+
+@pytest.mark.parametrize("loop", [1, 2])
+@pytest.mark.parametrize("name", sorted(WIDE_CONVS))
+def test_taps_outer_conv_loops_match_the_reference(name, loop, tmp_path):
+    source = WIDE_CONVS[name]
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "interpreter", "strict"), "CONV_LOOP": loop}
+    candidate = staged.render(source, an, params)
+    assert "for tap in range(" in candidate and "for c_start in range(" in candidate
+    assert (".contiguous().permute(" in candidate) == (loop == 2)  # channels-last copies
+    assert candidate != staged.render(source, an, {**params, "CONV_LOOP": 0})
+    refused = [f"{f.check}: {f.evidence}" for f in run_static_checks(candidate, torch.float32,
+                                                                     "strict")
+               if f.severity != "warning"]
+    assert not refused  # the evaluator takes what the search writes
+    expected, got, launched = run_candidate(source, candidate, tmp_path)
+    assert launched
+    torch.testing.assert_close(got.double(), expected.double(), atol=1e-4, rtol=1e-4)
+
+
+def test_depthwise_convs_keep_the_flat_loop():
+    source = problem("self.conv = nn.Conv2d(16, 16, 3, groups=16)", "self.conv(x)",
+                     "torch.randn(1, 16, 5, 5)")
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "interpreter", "strict"), "CONV_LOOP": 2}
+    assert "for tap in range(" not in staged.render(source, an, params)

@@ -27,6 +27,9 @@ SPACE: dict[str, list] = {
     "BLOCK_R": [16, 32, 64, 128, 256, 512, 1024, 2048], "BLOCK_M": [16, 32, 64, 128],
     "BLOCK_N": [16, 32, 64, 128], "BLOCK_K": [16, 32, 64], "num_warps": [1, 2, 4, 8],
     "num_stages": [1, 2, 3, 4], "SPLIT_R": [1, 16, 64, 256, 1024],
+    # a conv's K loop (writers/conv.py): 0 flat (channel × taps), 1 taps outer, 2 taps outer
+    # over channels-last copies of the input and weight
+    "CONV_LOOP": [0, 1, 2],
 }
 
 
@@ -35,7 +38,7 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
     return {"BLOCK": 1024 if gpu else 256, "BLOCK_O": 4, "BLOCK_R": 256 if gpu else 64,
             "BLOCK_M": 64 if gpu else 16, "BLOCK_N": 64 if gpu else 16,
             "BLOCK_K": 32 if gpu else 16, "num_warps": 4, "num_stages": 2 if gpu else 1,
-            "SPLIT_R": 256 if gpu else 1,
+            "SPLIT_R": 256 if gpu else 1, "CONV_LOOP": 0,
             "PRECISION": "tf32" if policy in ("tf32", "bf16") else STRICT_DOT_PRECISION}
 
 
@@ -61,7 +64,7 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
     order = {"failure": ["BLOCK_M-", "dot_ieee", "BLOCK_N-", "BLOCK_R-", "BLOCK-",
                          "num_warps-"],
              "memory": ["BLOCK+", "BLOCK_O+", "BLOCK_R+", "num_warps+"],
-             "compute": ["BLOCK_M+", "BLOCK_N+", "num_stages+", "BLOCK_K+"],
+             "compute": ["CONV_LOOP+", "BLOCK_M+", "BLOCK_N+", "num_stages+", "BLOCK_K+"],
              "latency": ["num_warps-", "BLOCK_O-", "BLOCK_M-"]}.get(diagnosis, [])
     rest = [f"{k}{s}" for k in SPACE for s in "+-" if f"{k}{s}" not in order]
     rest += [m for m in ("dot_ieee", "dot_tf32x3") if m not in order]

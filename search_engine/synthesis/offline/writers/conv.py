@@ -6,6 +6,10 @@ M, the group's output channels its N, and (input channels of the group × kernel
 The A tile is gathered from the input on the fly (never unfolded in memory): for a plain
 convolution input position = out·stride − pad + tap·dilation; for a transposed one the
 output gathers from input = (out + pad − tap·dilation) / stride where that divides exactly.
+The K loop (`CONV_LOOP`) is flat (each K element's channel and tap unravelled: depthwise and
+few channels) or taps-outer (row positions and validity once per tap, a channel tile inside),
+optionally over channels-last copies of the input and weight so each A row and B column of a
+tile is contiguous (the K-major operands Hopper's tf32 MMAs take).
 Bias and the pointwise epilogue that follows (activations, scales, per-channel terms) are
 fused on the accumulator before the single store.
 """
@@ -20,23 +24,32 @@ from search_engine.synthesis.offline.writers.staged_context import (
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
+# CONV_LOOP: how the K loop walks (input channels of the group × kernel taps)
+FLAT_K, TAPS_OUTER, TAPS_OUTER_CHANNELS_LAST = 0, 1, 2
+MIN_TAPS_OUTER_CHANNELS = 16  # fewer channels per group (depthwise): a K tile would be mostly
+#                               padding, so the flat loop (taps inside K) is kept
+
+
 def write(ctx, stage, name):
     node = ctx.nodes[stage.anchor]
     at = node.attrs
     x, w = node.refs()[0], node.refs()[1]
     bias = node.refs()[2] if len(node.refs()) > 2 else None
     x_shape, w_shape, out_shape = ctx.nodes[x].shape, ctx.nodes[w].shape, node.shape
-    nd = len(at["stride"])
-    groups, transposed = at["groups"], at["transposed"]
+    groups = at["groups"]
     c_in, c_out = x_shape[1], out_shape[1]
     cin_g, cout_g = c_in // groups, c_out // groups
     taps = tuple(w_shape[2:])
     m_total = out_shape[0] * math.prod(out_shape[2:])
     k_total = cin_g * math.prod(taps)
     p = ctx.params
+    loop = conv_loop(p, cin_g)
     bm = max(16, min(p["BLOCK_M"], p2(m_total)))
     bn = max(16, min(p["BLOCK_N"], p2(cout_g)))
-    bk = max(16, min(p["BLOCK_K"], p2(k_total)))
+    bk = max(16, min(p["BLOCK_K"], p2(cin_g if loop != FLAT_K else k_total)))
+    if loop == TAPS_OUTER_CHANNELS_LAST:  # the K tile's channels contiguous, B K-major
+        ctx.dim_innermost(x, 1)
+        ctx.dim_innermost(w, 0 if at["transposed"] else 1)
     body = ["pid_m = tl.program_id(0).to(tl.int64)",
             "pid_n = tl.program_id(1)",
             "g = tl.program_id(2).to(tl.int64)",
@@ -49,40 +62,8 @@ def write(ctx, stage, name):
     pos = unravel(body, "rm", (out_shape[0],) + tuple(out_shape[2:]), "m")
     n_idx, o_idx = pos[0], pos[1:]
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
-    body.append(f"for k_start in range(0, {k_total}, BLOCK_K):")
-    inner: list[str] = ["rk = k_start + tl.arange(0, BLOCK_K).to(tl.int64)",
-                        f"kmask = rk < {k_total}"]
-    expr.body = inner
-    kk = unravel(inner, "rk", (cin_g,) + taps, "k")
-    ci_local, tap = kk[0], kk[1:]
-    channel = ci_local if ci_local != "0" else "tl.zeros([BLOCK_K], tl.int64)"  # depthwise
-    inner.append(f"ci = g * {cin_g} + {channel}")
-    valid = ["mmask[:, None]", "kmask[None, :]"]
-    in_idx = []
-    for d in range(nd):
-        o, t = _col(o_idx[d]), _row(tap[d])
-        if o == "0" and t == "0":  # keep the masks tensors
-            o = "tl.zeros([BLOCK_M], tl.int64)[:, None]"
-        s, pad, dil, size = at["stride"][d], at["padding"][d], at["dilation"][d], x_shape[2 + d]
-        if transposed:
-            inner.append(f"t{d} = {o} + {pad} - {t} * {dil}")
-            inner.append(f"i{d} = tl.where(t{d} >= 0, t{d}, 0) // {s}")
-            valid.append(f"(t{d} >= 0) & (t{d} % {s} == 0) & (i{d} < {size})")
-        else:
-            inner.append(f"i{d} = {o} * {s} - {pad} + {t} * {dil}")
-            valid.append(f"(i{d} >= 0) & (i{d} < {size})")
-        in_idx.append(f"i{d}")
-    inner.append("amask = " + " & ".join(valid))
-    a = expr.value(x, (_col(n_idx), "(ci)[None, :]", *in_idx), "amask")
-    inner.append("bmask = kmask[:, None] & nmask[None, :]")
-    tap_rows = tuple(_col(t) for t in tap)
-    if transposed:  # weight (C_in, C_out / groups, taps...)
-        b = expr.value(w, ("(ci)[:, None]", "rn[None, :]", *tap_rows), "bmask")
-    else:  # weight (C_out, C_in / groups, taps...)
-        b = expr.value(w, ("co[None, :]", _col(ci_local), *tap_rows), "bmask")
-    precision = dot_precision(p)
-    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{precision}')")
-    body.extend("    " + line for line in inner)
+    shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at)
+    (_flat_k_loop if loop == FLAT_K else _taps_outer_loop)(ctx, expr, body, shape)
     expr.body, expr.cache = body, {}
     body.append("cmask = mmask[:, None] & nmask[None, :]")
     if bias is not None:
@@ -91,6 +72,93 @@ def write(ctx, stage, name):
     grid = f"(triton.cdiv({m_total}, {bm}), triton.cdiv({cout_g}, {bn}), {groups})"
     return finish_dot_stage(ctx, stage, name, expr, out_idx, "cmask", "BLOCK_M, BLOCK_N",
                                    grid, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
+
+
+def conv_loop(params, cin_g: int) -> int:
+    loop = int(params.get("CONV_LOOP", FLAT_K))
+    return FLAT_K if cin_g < MIN_TAPS_OUTER_CHANNELS else loop
+
+
+class _Shape:
+    """What both K loops need of the convolution."""
+
+    def __init__(self, x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, attrs):
+        self.x, self.w, self.x_shape, self.taps = x, w, x_shape, taps
+        self.cin_g, self.k_total, self.n_idx, self.o_idx, self.attrs = cin_g, k_total, \
+            n_idx, o_idx, attrs
+
+
+def _input_positions(lines, shape, tap, rows: str) -> tuple[list[str], list[str]]:
+    """Per spatial dim, the input index read for output `o_idx` at `tap` (names) and its
+    validity terms; `rows` is the empty-dim placeholder's shape."""
+    at, valid, in_idx = shape.attrs, [], []
+    for d in range(len(at["stride"])):
+        o, t = _col(shape.o_idx[d]), tap[d]
+        if o == "0" and t == "0":  # keep the masks tensors
+            o = f"tl.zeros([{rows}], tl.int64)[:, None]"
+        s, pad, dil, size = at["stride"][d], at["padding"][d], at["dilation"][d], \
+            shape.x_shape[2 + d]
+        if at["transposed"]:
+            lines.append(f"t{d} = {o} + {pad} - {t} * {dil}")
+            lines.append(f"i{d} = tl.where(t{d} >= 0, t{d}, 0) // {s}")
+            valid.append(f"(t{d} >= 0) & (t{d} % {s} == 0) & (i{d} < {size})")
+        else:
+            lines.append(f"i{d} = {o} * {s} - {pad} + {t} * {dil}")
+            valid.append(f"(i{d} >= 0) & (i{d} < {size})")
+        in_idx.append(f"i{d}")
+    return in_idx, valid
+
+
+def _flat_k_loop(ctx, expr, body, shape):
+    """K = (channel, taps...) flattened: one loop, each K element's channel and tap unravelled
+    (depthwise and few-channel convolutions, where a channel tile would be mostly padding)."""
+    x, w = shape.x, shape.w
+    body.append(f"for k_start in range(0, {shape.k_total}, BLOCK_K):")
+    inner: list[str] = ["rk = k_start + tl.arange(0, BLOCK_K).to(tl.int64)",
+                        f"kmask = rk < {shape.k_total}"]
+    expr.body = inner
+    kk = unravel(inner, "rk", (shape.cin_g,) + shape.taps, "k")
+    ci_local, tap = kk[0], kk[1:]
+    channel = ci_local if ci_local != "0" else "tl.zeros([BLOCK_K], tl.int64)"  # depthwise
+    inner.append(f"ci = g * {shape.cin_g} + {channel}")
+    in_idx, valid = _input_positions(inner, shape, [_row(t) for t in tap], "BLOCK_M")
+    inner.append("amask = " + " & ".join(["mmask[:, None]", "kmask[None, :]", *valid]))
+    a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
+    inner.append("bmask = kmask[:, None] & nmask[None, :]")
+    tap_rows = tuple(_col(t) for t in tap)
+    b = _weight(expr, w, shape, "(ci)[:, None]", _col(ci_local), tap_rows, "bmask")
+    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
+    body.extend("    " + line for line in inner)
+
+
+def _taps_outer_loop(ctx, expr, body, shape):
+    """Taps outer (scalar indices, each row's input position and validity once per tap),
+    channels inner in BLOCK_K tiles: the inner loop's index math is one add per element, and
+    over a channels-last input each row of the A tile is contiguous."""
+    x, w = shape.x, shape.w
+    body.append(f"for tap in range({math.prod(shape.taps)}):")
+    per_tap: list[str] = []
+    tap = unravel(per_tap, "tap", shape.taps, "kt")
+    in_idx, valid = _input_positions(per_tap, shape, tap, "BLOCK_M")
+    per_tap.append("rvalid = " + " & ".join(["mmask[:, None]", *valid]))
+    per_tap.append(f"for c_start in range(0, {shape.cin_g}, BLOCK_K):")
+    inner: list[str] = ["rc = c_start + tl.arange(0, BLOCK_K).to(tl.int64)",
+                        f"kmask = rc < {shape.cin_g}",
+                        f"ci = g * {shape.cin_g} + rc",
+                        "amask = rvalid & kmask[None, :]"]
+    expr.body = inner
+    a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
+    inner.append("bmask = kmask[:, None] & nmask[None, :]")
+    b = _weight(expr, w, shape, "(ci)[:, None]", "(rc)[:, None]", tuple(tap), "bmask")
+    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
+    per_tap.extend("    " + line for line in inner)
+    body.extend("    " + line for line in per_tap)
+
+
+def _weight(expr, w, shape, ci_col: str, local_col: str, tap_idx, mask: str) -> str:
+    if shape.attrs["transposed"]:  # weight (C_in, C_out / groups, taps...)
+        return expr.value(w, (ci_col, "rn[None, :]", *tap_idx), mask)
+    return expr.value(w, ("co[None, :]", local_col, *tap_idx), mask)  # (C_out, C_in/g, taps)
 
 
 def _col(i: str) -> str:

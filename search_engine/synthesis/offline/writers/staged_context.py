@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from search_engine.synthesis.offline.frontend.ir import Analysis
+from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
 from search_engine.synthesis.offline.plan.stages import Stage, plan
 from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.staged_expr import Expr, contiguous_strides
@@ -26,18 +26,35 @@ class Context:
         self.kernel_params: list[str] = []
         self.call_args: list[str] = []
         self.prelude: list[str] = []  # forward lines a kernel's launch needs (operand views)
+        self.renamed: dict[int, str] = {}  # leaves a kernel reads through a prelude's copy
 
     # per kernel: start() resets the argument lists
     def start(self) -> None:
         self._pointers, self._scalars = {}, {}
         self.kernel_params, self.call_args, self.prelude = [], [], []
+        self.renamed = {}
 
     def tensor(self, ref: int) -> str:
         """How forward() names a leaf or stored node."""
         node = self.nodes[ref]
         if ref in self.stored:
             return f"kh_b{ref}"
-        return codegen.leaf_expr(node, self.args)
+        return self.renamed.get(ref) or codegen.leaf_expr(node, self.args)
+
+    def dim_innermost(self, ref: int, dim: int) -> bool:
+        """Read the leaf `ref` through a copy whose `dim` is innermost in memory (same shape,
+        same indexing: channels-last for dim 1); False when `ref` is not a leaf."""
+        node = self.nodes[ref]
+        if ref in self.stored or node.op not in LEAVES or len(node.shape) < 2:
+            return False
+        rank = len(node.shape)
+        order = [d for d in range(rank) if d != dim] + [dim]
+        back = [order.index(d) for d in range(rank)]
+        name = f"kh_inner{ref}"
+        self.prelude.append(f"{name} = {codegen.leaf_expr(node, self.args)}.permute"
+                            f"{tuple(order)}.contiguous().permute{tuple(back)}")
+        self.renamed[ref] = name
+        return True
 
     def pointer(self, ref: int) -> str:
         if ref not in self._pointers:
