@@ -40,18 +40,26 @@ def write(ctx, stage, name):
     c_in, c_out = x_shape[1], out_shape[1]
     cin_g, cout_g = c_in // groups, c_out // groups
     taps = tuple(w_shape[2:])
-    m_total = out_shape[0] * math.prod(out_shape[2:])
     k_total = cin_g * math.prod(taps)
     p = ctx.params
     loop = conv_loop(p, cin_g)
+    strides, spatial = tuple(at["stride"]), tuple(out_shape[2:])
+    # a strided transposed conv, taps outer: one output phase (o mod stride) per program, so
+    # a tap either feeds the whole tile or none of it (skipped, instead of masked MMAs)
+    phased = at["transposed"] and loop != FLAT_K and any(s > 1 for s in strides)
+    rows = (out_shape[0],) + (tuple(-(-o // s) for o, s in zip(spatial, strides)) if phased
+                              else spatial)
+    m_total = math.prod(rows)
     bm = max(16, min(p["BLOCK_M"], p2(m_total)))
     bn = max(16, min(p["BLOCK_N"], p2(cout_g)))
     bk = max(16, min(p["BLOCK_K"], p2(cin_g if loop != FLAT_K else k_total)))
     if loop == TAPS_OUTER_CHANNELS_LAST:  # the K tile's channels contiguous, B K-major
         ctx.dim_innermost(x, 1)
         ctx.dim_innermost(w, 0 if at["transposed"] else 1)
+    phases = math.prod(strides) if phased else 1
     body = ["pid_m = tl.program_id(0).to(tl.int64)",
             "pid_n = tl.program_id(1)",
+            f"g = (tl.program_id(2) // {phases}).to(tl.int64)" if phased else
             "g = tl.program_id(2).to(tl.int64)",
             "rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
             "rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N).to(tl.int64)",
@@ -59,19 +67,40 @@ def write(ctx, stage, name):
             f"nmask = rn < {cout_g}",
             f"co = g * {cout_g} + rn"]
     expr = Expr(ctx, body)
-    pos = unravel(body, "rm", (out_shape[0],) + tuple(out_shape[2:]), "m")
+    pos = unravel(body, "rm", rows, "m")
     n_idx, o_idx = pos[0], pos[1:]
+    phase_idx = None
+    if phased:
+        o_idx, phase_idx = _phase_positions(body, strides, spatial, o_idx, phases)
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
     shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at)
+    shape.rows, shape.phase = pos[1:], phase_idx  # a phased program's q indices, its phase
     (_flat_k_loop if loop == FLAT_K else _taps_outer_loop)(ctx, expr, body, shape)
     expr.body, expr.cache = body, {}
     body.append("cmask = mmask[:, None] & nmask[None, :]")
     if bias is not None:
         body.append(f"acc += {expr.value(bias, ('co[None, :]',), 'nmask[None, :]')}")
     out_idx = (_col(n_idx), "co[None, :]", *(_col(o) for o in o_idx))
-    grid = f"(triton.cdiv({m_total}, {bm}), triton.cdiv({cout_g}, {bn}), {groups})"
+    grid = f"(triton.cdiv({m_total}, {bm}), triton.cdiv({cout_g}, {bn}), {groups * phases})"
     return finish_dot_stage(ctx, stage, name, expr, out_idx, "cmask", "BLOCK_M, BLOCK_N",
                                    grid, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
+
+
+def _phase_positions(body, strides, spatial, q_idx, phases):
+    """A phased program's output positions o = q·stride + phase (masked past the output) and
+    the phase's per-dim offsets (scalars; "0" where the stride is 1)."""
+    body.append(f"phase = tl.program_id(2) % {phases}")
+    phase = unravel(body, "phase", strides, "ph")
+    o_idx = []
+    for d, (s, size) in enumerate(zip(strides, spatial)):
+        q = q_idx[d] if q_idx[d] != "0" else "tl.zeros([BLOCK_M], tl.int64)"
+        if s == 1:
+            o_idx.append(q_idx[d])
+            continue
+        body.append(f"o{d} = {q} * {s} + {phase[d]}")
+        body.append(f"mmask = mmask & (o{d} < {size})")
+        o_idx.append(f"o{d}")
+    return o_idx, phase
 
 
 def conv_loop(params, cin_g: int) -> int:
@@ -86,6 +115,7 @@ class _Shape:
         self.x, self.w, self.x_shape, self.taps = x, w, x_shape, taps
         self.cin_g, self.k_total, self.n_idx, self.o_idx, self.attrs = cin_g, k_total, \
             n_idx, o_idx, attrs
+        self.rows, self.phase = o_idx, None
 
 
 def _input_positions(lines, shape, tap, rows: str) -> tuple[list[str], list[str]]:
@@ -134,14 +164,20 @@ def _flat_k_loop(ctx, expr, body, shape):
 def _taps_outer_loop(ctx, expr, body, shape):
     """Taps outer (scalar indices, each row's input position and validity once per tap),
     channels inner in BLOCK_K tiles: the inner loop's index math is one add per element, and
-    over a channels-last input each row of the A tile is contiguous."""
+    over a channels-last input each row of the A tile is contiguous. A phased transposed conv
+    skips the taps that do not divide into its phase."""
     x, w = shape.x, shape.w
     body.append(f"for tap in range({math.prod(shape.taps)}):")
     per_tap: list[str] = []
     tap = unravel(per_tap, "tap", shape.taps, "kt")
-    in_idx, valid = _input_positions(per_tap, shape, tap, "BLOCK_M")
-    per_tap.append("rvalid = " + " & ".join(["mmask[:, None]", *valid]))
-    per_tap.append(f"for c_start in range(0, {shape.cin_g}, BLOCK_K):")
+    guarded: list[str] = []  # under the phase's `if` when phased
+    if shape.phase is not None:
+        per_tap.append("if " + _phase_taps(per_tap, shape, tap) + ":")
+        in_idx, valid = _phased_inputs(guarded, shape)
+    else:
+        in_idx, valid = _input_positions(guarded, shape, tap, "BLOCK_M")
+    guarded.append("rvalid = " + " & ".join(["mmask[:, None]", *valid]))
+    guarded.append(f"for c_start in range(0, {shape.cin_g}, BLOCK_K):")
     inner: list[str] = ["rc = c_start + tl.arange(0, BLOCK_K).to(tl.int64)",
                         f"kmask = rc < {shape.cin_g}",
                         f"ci = g * {shape.cin_g} + rc",
@@ -151,8 +187,33 @@ def _taps_outer_loop(ctx, expr, body, shape):
     inner.append("bmask = kmask[:, None] & nmask[None, :]")
     b = _weight(expr, w, shape, "(ci)[:, None]", "(rc)[:, None]", tuple(tap), "bmask")
     inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
-    per_tap.extend("    " + line for line in inner)
+    guarded.extend("    " + line for line in inner)
+    indent = "    " if shape.phase is not None else ""
+    per_tap.extend(indent + line for line in guarded)
     body.extend("    " + line for line in per_tap)
+
+
+def _phase_taps(lines, shape, tap) -> str:
+    """Per dim, the scalar t = phase + pad − tap·dilation; the condition that every t divides
+    by its stride (the tap feeds this phase)."""
+    at, ok = shape.attrs, []
+    for d, s in enumerate(at["stride"]):
+        lines.append(f"t{d} = {shape.phase[d]} + {at['padding'][d]} - {tap[d]} * "
+                     f"{at['dilation'][d]}")
+        if s > 1:
+            ok.append(f"(t{d} % {s} == 0)")
+    return " & ".join(ok)
+
+
+def _phased_inputs(lines, shape) -> tuple[list[str], list[str]]:
+    """Inside a tap that feeds the phase: input = q + t / stride (exact), and its bounds."""
+    valid = []
+    for d, s in enumerate(shape.attrs["stride"]):
+        q = _col(shape.rows[d]) if shape.rows[d] != "0" else \
+            "tl.zeros([BLOCK_M], tl.int64)[:, None]"
+        lines.append(f"i{d} = {q} + t{d} // {s}")
+        valid.append(f"(i{d} >= 0) & (i{d} < {shape.x_shape[2 + d]})")
+    return [f"i{d}" for d in range(len(shape.attrs["stride"]))], valid
 
 
 def _weight(expr, w, shape, ci_col: str, local_col: str, tap_idx, mask: str) -> str:
