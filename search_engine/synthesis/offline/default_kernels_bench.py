@@ -28,6 +28,14 @@ KERNELS_JSON = Path(__file__).with_name("default_kernels_h200.json")
 STRICT_REL_NORM = 1e-5  # the evaluator's strict fp32 tolerance (relative L2 norm)
 
 
+def _conv_flops(batch, c_out, c_in_per_group, taps, spatial) -> int:
+    """Multiply-adds of a convolution (for a transposed one: `spatial` is its input's)."""
+    count = 2 * batch * c_out * c_in_per_group
+    for size in (*taps, *spatial):
+        count *= size
+    return count
+
+
 def _problem(forward: str, inputs: str, init: str = "", args: str = "x") -> str:
     init_lines = "".join(f"        {line}\n" for line in init.splitlines())
     return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
@@ -64,7 +72,34 @@ PROBLEMS = {
                                 "self.gemm = nn.Linear(8192, 8192, bias=False)\n"
                                 "self.bias = nn.Parameter(torch.randn(8192))"),
                        2 * 1024 * 8192 * 8192, "flops"),
+    # convolutions (issue 30): implicit GEMM, strict fp32 (cuDNN's tf32 off in the baselines)
+    "conv2d_3x3": (_problem("self.conv(x)", "torch.randn(16, 64, 256, 256)",
+                            "self.conv = nn.Conv2d(64, 128, 3)"),
+                   _conv_flops(16, 128, 64, (3, 3), (254, 254)), "flops"),
+    "conv2d_dilated": (_problem("self.conv(x)", "torch.randn(8, 32, 256, 256)",
+                                "self.conv = nn.Conv2d(32, 64, (3, 5), padding=(2, 4), "
+                                "dilation=(2, 2))"),
+                       _conv_flops(8, 64, 32, (3, 5), (256, 256)), "flops"),
+    "conv3d_relu": (_problem("torch.relu(self.conv(x))", "torch.randn(8, 32, 16, 64, 64)",
+                             "self.conv = nn.Conv3d(32, 64, 3, padding=1)"),
+                    _conv_flops(8, 64, 32, (3, 3, 3), (16, 64, 64)), "flops"),
+    "conv_transpose2d": (_problem("self.deconv(x)", "torch.randn(16, 64, 128, 128)",
+                                  "self.deconv = nn.ConvTranspose2d(64, 32, 4, stride=2, "
+                                  "padding=1)"),
+                         _conv_flops(16, 32, 64, (4, 4), (128, 128)), "flops"),
+    "conv_transpose3d": (_problem("self.deconv(x)", "torch.randn(8, 32, 16, 32, 32)",
+                                  "self.deconv = nn.ConvTranspose3d(32, 32, 3, stride=2, "
+                                  "padding=1, output_padding=1)"),
+                         _conv_flops(8, 32, 32, (3, 3, 3), (16, 32, 32)), "flops"),
 }
+
+CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},
+                   "taps_cl": {"CONV_LOOP": 2}, "taps_cl_m128": {"CONV_LOOP": 2, "BLOCK_M": 128},
+                   "taps_cl_n128": {"CONV_LOOP": 2, "BLOCK_N": 128},
+                   "taps_cl_k64_s3": {"CONV_LOOP": 2, "BLOCK_K": 64, "num_stages": 3},
+                   "taps_cl_m128_n128_8w": {"CONV_LOOP": 2, "BLOCK_M": 128, "BLOCK_N": 128,
+                                            "num_warps": 8},
+                   "taps_cl_ieee": {"CONV_LOOP": 2, "PRECISION": "ieee"}}
 
 # neighbours of each default worth timing beside it (overlays on the default parameters)
 NEIGHBOURS = {
@@ -93,23 +128,26 @@ NEIGHBOURS = {
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
                        "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
                        "tma_n256": {"TMA": 1, "BLOCK_N": 256}},
+    **{name: CONV_NEIGHBOURS for name in ("conv2d_3x3", "conv2d_dilated", "conv3d_relu",
+                                          "conv_transpose2d", "conv_transpose3d")},
 }
 
 
 def render(out: Path = KERNELS_JSON, target: str = "h200") -> dict:
     """Render each problem's default kernel and its neighbours (needs the project)."""
     from search_engine.synthesis.offline import OfflineSynthesizer
-    from search_engine.synthesis.offline.spaces import templates
+    from search_engine.synthesis.offline.synthesizer import family_module
 
     syn = OfflineSynthesizer()
     data = {}
     for name, (source, work, unit) in PROBLEMS.items():
         an = syn.analysis(source)
-        default = templates.default_params(an, target, "strict")
+        space = family_module(an)
+        default = space.default_params(an, target, "strict")
         kernels = {"default": {"params": default, "source": syn.render(source, default)}}
         for label, overlay in NEIGHBOURS.get(name, {}).items():
-            params = templates.clamp(an, {**default, **overlay})
-            if params != default and templates.valid(an, params):
+            params = space.clamp(an, {**default, **overlay})
+            if params != default and space.valid(an, params):
                 kernels[label] = {"params": params, "source": syn.render(source, params)}
         data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels}
     out.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))

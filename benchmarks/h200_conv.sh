@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One device call for the convolution loops (issue 30).
+#   bash benchmarks/h200_conv.sh OUTDIR
+# 1. the committed conv kernels of default_kernels_h200.json (flat K, taps outer, taps outer
+#    over channels-last copies; tf32x3 and ieee; a few tiles) timed against eager and
+#    torch.compile max-autotune, strict fp32 (cuDNN's tf32 off), each checked against float64:
+#    OUTDIR/conv_kernels.json and conv_kernels.txt;
+# 2. then the screening searches of h200_screening.sh on the suite's convolutions
+#    (SEARCH_MIN minutes each, default 2), unless SEARCH_MIN=0.
+# Runs with the machine's python3 (torch, triton, numpy); carry .tools for the searches.
+set -u
+out=${1:?OUTDIR}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+timeout "${KERNELS_S:-300}" python3 search_engine/synthesis/offline/default_kernels_bench.py \
+  time --only "${CONVS:-conv2d_3x3,conv2d_dilated,conv3d_relu,conv_transpose2d,conv_transpose3d}" \
+  --out "$out/conv_kernels.json" > "$out/conv_kernels.txt" 2>&1
+echo "== conv kernels rc=$?"; cat "$out/conv_kernels.txt"
+if [ "${SEARCH_MIN:-2}" != "0" ]; then
+  PROBLEMS="${PROBLEMS:-l1_conv2d_3x3_fp32 l1_conv_transpose2d_fp32}" \
+    bash benchmarks/h200_screening.sh "$out"
+fi
