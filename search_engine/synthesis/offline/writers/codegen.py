@@ -8,13 +8,13 @@ and cast to the output dtype on store.
 
 from __future__ import annotations
 
-import ast
 import keyword
 import math
 import textwrap
 
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import BINARY, LEAVES, Analysis, Const, IRNode
+from search_engine.synthesis.offline.writers.model_structure import model_init_source
 
 NEG_INF = "float('-inf')"
 POS_INF = "float('inf')"
@@ -268,35 +268,6 @@ def device_expr(an: Analysis) -> str:
 
 
 # -- the candidate file --------------------------------------------------------------------
-
-def model_init_source(problem_source: str) -> tuple[str, list[str]]:
-    """The reference Model's __init__ (so parameters match) and module-level names it uses."""
-    tree = ast.parse(problem_source)
-    lines = problem_source.splitlines()
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"),
-                 None)
-    init = None
-    if model is not None:
-        init = next((n for n in model.body if isinstance(n, ast.FunctionDef)
-                     and n.name == "__init__"), None)
-    if init is None:
-        return "def __init__(self, *args, **kwargs):\n    super().__init__()\n", []
-    start = (init.decorator_list[0].lineno if init.decorator_list else init.lineno) - 1
-    text = textwrap.dedent("\n".join(lines[start: init.end_lineno]))
-    text = text.replace("super(Model, self)", "super()")
-    used = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}
-    extras = []
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id in used for t in targets):
-                extras.append(ast.get_source_segment(problem_source, node))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = {(a.asname or a.name).split(".")[0] for a in node.names}
-            if names & used and names & {"math", "numpy", "np"}:
-                extras.append(ast.get_source_segment(problem_source, node))
-    return text + "\n", extras
-
 
 def assemble(problem_source: str, an: Analysis, kernels: list[Kernel], forward: list[str],
              header: str) -> str:
