@@ -155,3 +155,33 @@ def test_a_level3_model_with_helper_classes_is_correct_through_the_evaluator():
     result = evaluate(source, candidate, target="interpreter", timeout_s=240,
                       config=EvaluationConfig(trials=3, interpreter_reps=1, ncu="off"))
     assert result.status == "correct", (result.status, str(result)[-2000:])
+
+
+PRE_NORM_ENCODER = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0,
+                                           activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2, norm=nn.LayerNorm(8),
+                                             enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x).unfold(1, 2, 2).sum(-1)
+
+
+def get_inputs():
+    return [torch.randn(2, 5, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_pre_norm_gelu_encoder_and_tensor_unfold_are_lowered(tmp_path):
+    assert judge(PRE_NORM_ENCODER, tmp_path) != "refused"

@@ -34,7 +34,7 @@ _DIM_ATTRS = ("dims", "in_shape", "stride", "padding", "dilation", "output_paddi
               "perm")
 _BOOL_ATTRS = ("keepdim", "temp", "transposed", "ceil_mode", "count_include_pad", "causal",
                "scalar", "adaptive", "additive_mask")
-_INT_ATTRS = ("groups", "dim", "start", "step")
+_INT_ATTRS = ("groups", "dim", "start", "step", "size")
 _MODES = ("max", "avg", "sum", "prod", "min", "argmax", "argmin", "logsumexp",
           "constant", "reflect", "replicate", "circular")  # the last four: pad modes
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")

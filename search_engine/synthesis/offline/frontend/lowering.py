@@ -47,6 +47,7 @@ from search_engine.synthesis.offline.frontend.lowering_norms import (
     NORM_FUNCTIONS, REDUCTION_FUNCTIONS, batch_norm, group_norm, instance_norm,
     local_response_norm, rms_norm, vector_norm,
 )
+from search_engine.synthesis.offline.frontend.lowering_transformer import transformer_encoder
 
 # what the tracer (`translator._Translator`) calls
 __all__ = ["function", "getitem", "is_traced_constant", "module", "traced_constant",
@@ -85,6 +86,11 @@ def function(tr, fx_node, name, args, get, shape):
     if name in ("flip",):
         dims = _norm_dims(_dims(get(1, "dims")), len(tr.shape(x)))
         return tr.add("flip", [x], shape, dims=dims)
+    if name == "unfold" and fx_node.op == "call_method":  # Tensor.unfold(dim, size, step):
+        # sliding windows as a new last dim (F.unfold, im2col, is another op: refused)
+        dim = int(_int(get(1, "dimension"))) % len(tr.shape(x))
+        return tr.add("unfold", [x], shape, dim=dim, size=int(_int(get(2, "size"))),
+                      step=int(_int(get(3, "step"))))
     if name in ("cumsum", "cumprod"):
         dim = int(_int(get(1, "dim"))) % len(tr.shape(x))
         return tr.add("scan", [x], shape, mode=name[3:], dim=dim)
@@ -295,6 +301,8 @@ def module(tr, fx_node, sub, x, shape):
         return instance_norm(tr, x, param("weight"), param("bias"), sub.eps)
     if isinstance(sub, nn.MultiheadAttention):
         return multihead_attention(tr, fx_node, sub, path)
+    if isinstance(sub, (nn.TransformerEncoder, nn.TransformerEncoderLayer)):
+        return transformer_encoder(tr, fx_node, sub, x, path)
     if isinstance(sub, nn.Bilinear):
         return bilinear(tr, x, tr.value(fx_node.args[1]), param("weight"), param("bias"))
     if isinstance(sub, nn.Flatten):

@@ -233,6 +233,11 @@ def multihead_attention(tr, fx_node, sub, path: str):
         raise _Uncovered("MultiheadAttention (masks, kdim/vdim or bias_k)")
     query, key, value = (tr.value(arg(i, k)) for i, k in ((0, "query"), (1, "key"),
                                                            (2, "value")))
+    return (attention_block(tr, sub, path, query, key, value), None)
+
+
+def attention_block(tr, sub, path: str, query, key, value):
+    """nn.MultiheadAttention's output (no masks) for IR values query, key and value."""
     if any(not isinstance(t, int) or len(tr.shape(t)) != 3 for t in (query, key, value)):
         raise _Uncovered("MultiheadAttention (unbatched input)")
     embed, heads = sub.embed_dim, sub.num_heads
@@ -264,4 +269,4 @@ def multihead_attention(tr, fx_node, sub, path: str):
                  tr.param(f"{path}.out_proj.weight", sub.out_proj.weight),
                  tr.param(f"{path}.out_proj.bias", sub.out_proj.bias)
                  if sub.out_proj.bias is not None else None)
-    return (out, None)
+    return out

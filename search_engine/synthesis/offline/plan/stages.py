@@ -12,7 +12,8 @@ from search_engine.synthesis.offline.frontend.ir import BINARY, LEAVES, UNARY, A
 
 REDUCE_OPS = {"sum", "max", "min", "argmax", "argmin", "prod"}
 ANCHOR_OPS = {"conv", "pool", "scan", "matmul", "attention"} | REDUCE_OPS
-INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "cat", "pad"}
+INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "unfold", "cat",
+             "pad"}
 VIEW_OPS = ("permute", "transpose", "reshape")  # a dot operand reads these as torch views
 COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 EXTRA_UNARY = {"sign", "floor", "ceil", "round", "trunc", "erf"}

@@ -105,6 +105,13 @@ class Expr:
             inner = list(idx)
             inner[d] = f"({start} + ({idx[d]}) * {step})" if idx[d] != "0" else str(start)
             return self.value(src, tuple(inner), mask)
+        if node.op == "unfold":  # window j of position i along dim: source index i*step + j
+            d, step = node.attrs["dim"], node.attrs["step"]
+            inner = list(idx[:-1])
+            window, position = idx[-1], idx[d]
+            inner[d] = " + ".join([f"({position}) * {step}"] * (position != "0")
+                                  + [f"({window})"] * (window != "0")) or "0"
+            return self.value(src, tuple(inner), mask)
         if node.op == "pad":
             return self._pad(node, idx, mask)
         return self._cat(node, idx, mask)
