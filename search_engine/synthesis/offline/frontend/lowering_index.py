@@ -236,6 +236,12 @@ def multihead_attention(tr, fx_node, sub, path: str):
     return (attention_block(tr, sub, path, query, key, value), None)
 
 
+def linear(tr, x, weight, bias):
+    """x @ weight.T (+ bias): an nn.Linear on IR values."""
+    y = matmul(tr, x, tr.add("transpose", [weight], tuple(reversed(tr.shape(weight)))))
+    return tr.binary("add", y, bias, tr.shape(y)) if bias is not None else y
+
+
 def attention_block(tr, sub, path: str, query, key, value):
     """nn.MultiheadAttention's output (no masks) for IR values query, key and value."""
     if any(not isinstance(t, int) or len(tr.shape(t)) != 3 for t in (query, key, value)):
@@ -246,16 +252,11 @@ def attention_block(tr, sub, path: str, query, key, value):
         if sub.in_proj_bias is not None else None
     layout = "ble" if sub.batch_first else "lbe"
 
-    def linear(x, w, b):
-        w_t = tr.add("transpose", [w], tuple(reversed(tr.shape(w))))
-        y = matmul(tr, x, w_t)
-        return tr.binary("add", y, b, tr.shape(y)) if b is not None else y
-
     def heads_of(x, part: int):
         rows = tr.add("slice", [weight], (embed, embed), dim=0, start=part * embed, step=1)
         b = None if bias is None else \
             tr.add("slice", [bias], (embed,), dim=0, start=part * embed, step=1)
-        y = _permute_to(tr, linear(x, rows, b), layout, list("ble"))
+        y = _permute_to(tr, linear(tr, x, rows, b), layout, list("ble"))
         batch, length, _ = tr.shape(y)
         y = reshape(tr, y, (batch, length, heads, embed // heads))
         return _permute_to(tr, y, "blhd", list("bhld"))
@@ -265,7 +266,7 @@ def attention_block(tr, sub, path: str, query, key, value):
     att = tr.add("attention", [q, k, v], (batch, heads, length, head_dim),
                  scale=1.0 / math.sqrt(head_dim), causal=False)
     merged = reshape(tr, _permute_to(tr, att, "bhld", list("blhd")), (batch, length, embed))
-    out = linear(_permute_to(tr, merged, "ble", list(layout)),
+    out = linear(tr, _permute_to(tr, merged, "ble", list(layout)),
                  tr.param(f"{path}.out_proj.weight", sub.out_proj.weight),
                  tr.param(f"{path}.out_proj.bias", sub.out_proj.bias)
                  if sub.out_proj.bias is not None else None)

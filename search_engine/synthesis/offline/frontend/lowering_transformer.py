@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from search_engine.synthesis.offline.frontend.builder import _Uncovered
-from search_engine.synthesis.offline.frontend.lowering_index import attention_block, matmul
+from search_engine.synthesis.offline.frontend.lowering_index import attention_block, linear
 
 
 def transformer_encoder(tr, fx_node, sub, x, path: str):
@@ -53,16 +53,11 @@ def _activation(fn) -> str:
 
 
 def _linear(tr, sub, x, path: str):
-    weight = tr.param(f"{path}.weight", sub.weight)
-    y = matmul(tr, x, tr.add("transpose", [weight], tuple(reversed(sub.weight.shape))))
-    if sub.bias is None:
-        return y
-    return tr.binary("add", y, tr.param(f"{path}.bias", sub.bias), tr.shape(y))
+    bias = tr.param(f"{path}.bias", sub.bias) if sub.bias is not None else None
+    return linear(tr, x, tr.param(f"{path}.weight", sub.weight), bias)
 
 
 def _norm(tr, sub, x, path: str):
     if not isinstance(sub, nn.LayerNorm):
         raise _Uncovered(f"TransformerEncoder norm {type(sub).__name__}")
-    weight = tr.param(f"{path}.weight", sub.weight) if sub.weight is not None else None
-    bias = tr.param(f"{path}.bias", sub.bias) if sub.bias is not None else None
-    return tr.layer_norm(x, sub.normalized_shape, weight, bias, float(sub.eps))
+    return tr.layer_norm_module(sub, x, path)

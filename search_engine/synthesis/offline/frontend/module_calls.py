@@ -68,9 +68,7 @@ class ModuleCalls:
         if isinstance(sub, (nn.Softmax, nn.LogSoftmax)):
             return self.softmax(x, sub.dim, log=isinstance(sub, nn.LogSoftmax))
         if isinstance(sub, nn.LayerNorm):
-            weight = self.param(f"{path}.weight", sub.weight) if sub.weight is not None else None
-            bias = self.param(f"{path}.bias", sub.bias) if sub.bias is not None else None
-            return self.layer_norm(x, sub.normalized_shape, weight, bias, float(sub.eps))
+            return self.layer_norm_module(sub, x, path)
         if isinstance(sub, nn.Linear):
             weight = self.param(f"{path}.weight", sub.weight)
             w_t = self.add("transpose", [weight], tuple(reversed(sub.weight.shape)))
@@ -81,6 +79,12 @@ class ModuleCalls:
         if isinstance(sub, (nn.RNNCell, nn.GRUCell, nn.LSTMCell)):
             return recurrent_cell(self, fx_node, sub, x, path)
         return lowering.module(self, fx_node, sub, x, shape)
+
+    def layer_norm_module(self, sub, x, path: str):
+        """An nn.LayerNorm at `path` applied to x."""
+        weight = self.param(f"{path}.weight", sub.weight) if sub.weight is not None else None
+        bias = self.param(f"{path}.bias", sub.bias) if sub.bias is not None else None
+        return self.layer_norm(x, sub.normalized_shape, weight, bias, float(sub.eps))
 
 
 class ReductionCalls:

@@ -90,7 +90,8 @@ def apply_move(an: Analysis, params: dict[str, Any], move: str) -> dict[str, Any
 
 
 def notes(an: Analysis, params: dict[str, Any]) -> str:
-    return f"family {an.family} (staged); dot_precision {params.get('PRECISION', STRICT_DOT_PRECISION)}"
+    precision = params.get("PRECISION", STRICT_DOT_PRECISION)
+    return f"family {an.family} (staged); dot_precision {precision}"
 
 
 def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -> bool:

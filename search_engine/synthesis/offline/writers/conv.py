@@ -73,8 +73,7 @@ def write(ctx, stage, name):
     if phased:
         o_idx, phase_idx = _phase_positions(body, strides, spatial, o_idx, phases)
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
-    shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at)
-    shape.rows, shape.phase = pos[1:], phase_idx  # a phased program's q indices, its phase
+    shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at, pos[1:], phase_idx)
     (_flat_k_loop if loop == FLAT_K else _taps_outer_loop)(ctx, expr, body, shape)
     expr.body, expr.cache = body, {}
     body.append("cmask = mmask[:, None] & nmask[None, :]")
@@ -111,11 +110,13 @@ def conv_loop(params, cin_g: int) -> int:
 class _Shape:
     """What both K loops need of the convolution."""
 
-    def __init__(self, x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, attrs):
+    def __init__(self, x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, attrs, rows,
+                 phase):
         self.x, self.w, self.x_shape, self.taps = x, w, x_shape, taps
         self.cin_g, self.k_total, self.n_idx, self.o_idx, self.attrs = cin_g, k_total, \
             n_idx, o_idx, attrs
-        self.rows, self.phase = o_idx, None
+        # a phased program's row indices q (o = q·stride + phase) and its phase; else None
+        self.rows, self.phase = rows, phase
 
 
 def _input_positions(lines, shape, tap, rows: str) -> tuple[list[str], list[str]]:

@@ -27,8 +27,9 @@ def model_init_source(problem_source: str) -> tuple[str, list[str]]:
     init = _method(model, "__init__") if model is not None else None
     if init is None:
         return "def __init__(self, *args, **kwargs):\n    super().__init__()\n", []
-    body = _construction_body(model, lines).replace("super(Model, self)", "super()")
-    extras = _module_statements(tree, problem_source, lines, _names(_kept(model)))
+    kept = _kept(model)
+    body = _joined(kept, lines).replace("super(Model, self)", "super()")
+    extras = _module_statements(tree, problem_source, lines, _names(kept))
     return body, extras
 
 
@@ -64,8 +65,8 @@ def _segment(node: ast.stmt, lines: list[str]) -> str:
     return textwrap.dedent("\n".join(lines[first - 1: node.end_lineno]))
 
 
-def _construction_body(cls: ast.ClassDef, lines: list[str]) -> str:
-    return "\n\n".join(_segment(n, lines) for n in _kept(cls)) + "\n"
+def _joined(nodes: list[ast.stmt], lines: list[str]) -> str:
+    return "\n\n".join(_segment(n, lines) for n in nodes) + "\n"
 
 
 def _names(nodes: list[ast.stmt]) -> set[str]:
@@ -105,9 +106,10 @@ def _defines(node: ast.stmt) -> list[str]:
 
 
 def _statement(node: ast.stmt, source: str, lines: list[str]) -> str:
+    if isinstance(node, ast.FunctionDef):
+        return _segment(node, lines)
     if not isinstance(node, ast.ClassDef):
-        return ast.get_source_segment(source, node) if not isinstance(
-            node, ast.FunctionDef) else _segment(node, lines)
+        return ast.get_source_segment(source, node)
     bases = ", ".join(ast.get_source_segment(source, b) for b in node.bases)
     header = f"class {node.name}({bases}):" if bases else f"class {node.name}:"
-    return header + "\n" + textwrap.indent(_construction_body(node, lines), "    ").rstrip()
+    return header + "\n" + textwrap.indent(_joined(_kept(node), lines), "    ").rstrip()

@@ -41,12 +41,12 @@ class Context:
             return f"kh_b{ref}"
         return self.renamed.get(ref) or codegen.leaf_expr(node, self.args)
 
-    def dim_innermost(self, ref: int, dim: int) -> bool:
+    def dim_innermost(self, ref: int, dim: int) -> None:
         """Read the leaf `ref` through a copy whose `dim` is innermost in memory (same shape,
-        same indexing: channels-last for dim 1); False when `ref` is not a leaf."""
+        same indexing: channels-last for dim 1); nothing when `ref` is not a leaf."""
         node = self.nodes[ref]
         if ref in self.stored or node.op not in LEAVES or len(node.shape) < 2:
-            return False
+            return
         rank = len(node.shape)
         order = [d for d in range(rank) if d != dim] + [dim]
         back = [order.index(d) for d in range(rank)]
@@ -54,7 +54,6 @@ class Context:
         self.prelude.append(f"{name} = {codegen.leaf_expr(node, self.args)}.permute"
                             f"{tuple(order)}.contiguous().permute{tuple(back)}")
         self.renamed[ref] = name
-        return True
 
     def pointer(self, ref: int) -> str:
         if ref not in self._pointers:
