@@ -29,9 +29,13 @@ from benchmarks import results, timing
 from benchmarks.suite import SuiteProblem
 
 # Seconds kept back per problem for the baselines, compile and re-timing (max-autotune
-# tunes GEMM templates, so those need more).
-MEASURE_RESERVE_S = {"gemm": 100.0, "other": 45.0}
-MIN_SEARCH_S = 20.0
+# tunes GEMM templates, so those need more; on the H200 it took 5-50 s on GEMMs, 1-43 s on
+# convolutions).
+MEASURE_RESERVE_S = {"gemm": 100.0, "conv": 60.0, "other": 45.0}
+# The least a search is given: its first evaluation must fit. On a GPU, at official sizes, a
+# first evaluation takes 25-40 s (sandbox start, float64 reference, trials, ghost); a 20 s
+# search of a convolution on the H200 ended with no kernel at all.
+MIN_SEARCH_S = {"cpu": 20.0, "gpu": 45.0}
 SEED = 0
 
 
@@ -97,12 +101,11 @@ def use_tf32_baselines(allowed: bool) -> None:
 
 def run_problem(problem: SuiteProblem, options: RunOptions, run: dict, device: str,
                 share_s: float, log) -> dict:
-    reserve = MEASURE_RESERVE_S["gemm" if problem.min_flops else "other"]
     log(f"== {problem.name} ({problem.family}, {problem.dtype}): {share_s:.0f} s share")
-    if share_s < reserve / 2 + MIN_SEARCH_S:
+    search_s = search_seconds(problem, options, share_s, device)
+    if search_s is None:
         return results.skipped_row(problem, options.precision,
                                    f"time limit: {share_s:.0f} s left for it", run)
-    search_s = max(MIN_SEARCH_S, min(options.search_seconds, share_s - reserve))
     try:
         found = search(problem, options, search_s)
     except Exception as exc:  # one problem's failure must not lose the run
@@ -115,6 +118,24 @@ def run_problem(problem: SuiteProblem, options: RunOptions, run: dict, device: s
     finally:
         _free_device_memory(device)
     return results.problem_row(problem, options.precision, found, measured, run)
+
+
+def search_seconds(problem: SuiteProblem, options: RunOptions, share_s: float,
+                   device: str) -> float | None:
+    """The search's part of a problem's share (the rest measures), or None when the share
+    cannot hold a first evaluation and half the measuring."""
+    reserve = MEASURE_RESERVE_S[measure_kind(problem)]
+    least = MIN_SEARCH_S["cpu" if device == "cpu" else "gpu"]
+    if share_s < reserve / 2 + least:
+        return None
+    return max(least, min(options.search_seconds, share_s - reserve))
+
+
+def measure_kind(problem: SuiteProblem) -> str:
+    """Which compile reserve a problem needs: max-autotune tunes GEMMs longest."""
+    if not problem.min_flops:
+        return "other"
+    return "conv" if "conv" in problem.family else "gemm"
 
 
 # -- the search ------------------------------------------------------------------------------

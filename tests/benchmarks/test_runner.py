@@ -80,3 +80,22 @@ def test_a_problem_without_time_left_is_a_skipped_row_not_a_crash():
     row = run_problem(problem, RunOptions(), run, "cpu", share_s=30.0, log=lambda line: None)
     assert row["best_status"] == "skipped" and "time limit: 30 s" in row["search_reason"]
     assert set(ROW_FIELDS) <= set(row) and row["eager_ms"] is None
+
+
+@pytest.mark.parametrize("name,device,share_s,expected", [
+    # a GPU search always gets room for its first evaluation (a 20 s one found no kernel)
+    ("l1_conv2d_3x3_fp32", "cuda", 106.0, 46.0),
+    ("l1_conv2d_3x3_fp32", "cuda", 90.0, 45.0),
+    ("l1_conv2d_3x3_fp32", "cuda", 70.0, None),
+    # max-autotune tunes GEMMs longest: they keep the largest reserve
+    ("l1_001_matmul_fp32", "cuda", 200.0, 100.0),
+    ("l1_023_softmax_fp32", "cuda", 200.0, 155.0),
+    ("l1_023_softmax_fp32", "cpu", 50.0, 20.0),
+    ("l1_023_softmax_fp32", "cuda", 500.0, 240.0),
+])
+def test_the_search_share_holds_a_first_evaluation(name, device, share_s, expected):
+    from benchmarks.runner import RunOptions, search_seconds
+    from benchmarks.suite import load_problem_file
+
+    problem = load_problem_file(SUITE_DIR / f"{name}.py")
+    assert search_seconds(problem, RunOptions(), share_s, device) == expected
