@@ -109,8 +109,10 @@ class Expr:
             d, step = node.attrs["dim"], node.attrs["step"]
             inner = list(idx[:-1])
             window, position = idx[-1], idx[d]
-            inner[d] = " + ".join([f"({position}) * {step}"] * (position != "0")
-                                  + [f"({window})"] * (window != "0")) or "0"
+            terms = [f"({position}) * {step}"] if position != "0" else []
+            if window != "0":
+                terms.append(f"({window})")
+            inner[d] = " + ".join(terms) or "0"
             return self.value(src, tuple(inner), mask)
         if node.op == "pad":
             return self._pad(node, idx, mask)
