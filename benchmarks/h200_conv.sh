@@ -4,7 +4,9 @@
 # 1. the committed conv kernels of default_kernels_h200.json (flat K, taps outer, taps outer
 #    over channels-last copies; tf32x3 and ieee; a few tiles) timed against eager and
 #    torch.compile max-autotune, strict fp32 (cuDNN's tf32 off), each checked against float64:
-#    OUTDIR/conv_kernels.json and conv_kernels.txt;
+#    OUTDIR/conv_kernels.json and conv_kernels.txt; with KERNEL_PRECISION=tf32, the tf32
+#    kernels of default_kernels_h200_tf32.json against tf32 baselines (add the GEMMs with
+#    CONVS=...,gemm_bias_relu,matmul): OUTDIR/conv_kernels_tf32.*;
 # 2. with SUITE="problem ...", the suite runner on those problems under each of PRECISIONS
 #    (default "strict tf32"), SUITE_S seconds each (default 400): OUTDIR/suite_<precision>.json;
 # 3. then the screening searches of h200_screening.sh on the suite's convolutions
@@ -16,10 +18,12 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 [ -x .tools/bwrap/usr/bin/bwrap ] && export KERNELHUB_BWRAP=$PWD/.tools/bwrap/usr/bin/bwrap
 if [ "${KERNELS_S:-300}" != "0" ]; then  # KERNELS_S=0 skips step 1
+  kp=${KERNEL_PRECISION:-strict}; name=conv_kernels${KERNEL_PRECISION:+_$kp}
   timeout "${KERNELS_S:-300}" python3 search_engine/synthesis/offline/default_kernels_bench.py \
-    time --only "${CONVS:-conv2d_3x3,conv2d_dilated,conv3d_relu,conv_transpose2d,conv_transpose3d}" \
-    --out "$out/conv_kernels.json" > "$out/conv_kernels.txt" 2>&1
-  echo "== conv kernels rc=$?"; cat "$out/conv_kernels.txt"
+    time --precision "$kp" \
+    --only "${CONVS:-conv2d_3x3,conv2d_dilated,conv3d_relu,conv_transpose2d,conv_transpose3d}" \
+    --out "$out/$name.json" > "$out/$name.txt" 2>&1
+  echo "== conv kernels ($kp) rc=$?"; cat "$out/$name.txt"
 fi
 for precision in ${SUITE:+${PRECISIONS:-strict tf32}}; do
   PYTHONPATH=$PWD timeout "$(( ${SUITE_S:-400} + 30 ))" python3 -m benchmarks run \

@@ -197,6 +197,8 @@ def measure(problem: SuiteProblem, best: dict | None, options: RunOptions,
     it: the device context is a torch function mode that would tax every timed call."""
     import torch
 
+    from search_engine.evaluation.tolerances import tolerance_for
+
     module = problem.module()
     with torch.device(device):
         torch.manual_seed(SEED)
@@ -207,8 +209,16 @@ def measure(problem: SuiteProblem, best: dict | None, options: RunOptions,
         inputs = list(module.get_inputs())
     with torch.no_grad():
         measured = {"eager_ms": timing.time_ms(lambda: model(*inputs), device)}
-        measured.update(_stage("compile_error", lambda: _time_compiled(model, inputs, options,
-                                                                      device)))
+        try:
+            reference = reference_output(model, inputs)
+        except Exception as exc:  # the baselines are still timed, only not checked
+            measured["baseline_check_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            reference = None
+        tolerance = tolerance_for(options.precision, problem.dtype)
+        measured.update(baseline_accuracy("eager", model(*inputs), reference, tolerance))
+        measured.update(_stage("compile_error", lambda: _time_compiled(
+            model, inputs, options, device, reference, tolerance)))
+        del reference
         if best is not None:
             measured.update(_stage("reverify_error", lambda: _check_and_time(
                 problem, best["source"], module, init_inputs, model, inputs, options, device)))
@@ -224,7 +234,18 @@ def _stage(error_key: str, measure_stage) -> dict:
         return {error_key: f"{type(exc).__name__}: {exc}"[:500]}
 
 
-def _time_compiled(model, inputs: list, options: RunOptions, device: str) -> dict:
+def baseline_accuracy(name: str, output, reference, tolerance) -> dict:
+    """A baseline's own error against the float64 reference, and whether it would pass the
+    tolerance the kernel is held to: a speedup over a baseline that fails it compares a kernel
+    with something less accurate (cuDNN's tf32 convolutions under `strict`, say)."""
+    if reference is None:
+        return {}
+    passed, error = matches_reference(output, reference, tolerance)
+    return {f"{name}_rel_error": error, f"{name}_within_tolerance": passed}
+
+
+def _time_compiled(model, inputs: list, options: RunOptions, device: str, reference=None,
+                   tolerance=None) -> dict:
     import torch
 
     torch._dynamo.reset()  # each problem compiles from scratch: compile_seconds is its own
@@ -237,6 +258,7 @@ def _time_compiled(model, inputs: list, options: RunOptions, device: str) -> dic
     timing.synchronize(device)
     compile_seconds = time.perf_counter() - started
     return {"compile_seconds": round(compile_seconds, 2),
+            **baseline_accuracy("compile", compiled(*inputs), reference, tolerance),
             "compile_ms": timing.time_ms(lambda: compiled(*inputs), device)}
 
 

@@ -48,6 +48,9 @@ def test_run_one_family_then_report(tmp_path, bench_cli):
     assert solved["speedup_vs_compile"] == approx(solved["compile_ms"] / solved["best_ms"])
     assert solved["pct_of_floor"] > 0 and solved["noise"] is not None
     assert "@triton.jit" in solved["best_source"]
+    for base in ("eager", "compile"):  # each baseline checked against float64 like a kernel
+        assert solved[f"{base}_within_tolerance"] is True
+        assert 0 <= solved[f"{base}_rel_error"] < 1e-5
 
     honest = rows["l1_row_sort_fp32"]
     assert honest["covered"] is False and honest["best_status"] == "not_covered"
@@ -99,3 +102,25 @@ def test_the_search_share_holds_a_first_evaluation(name, device, share_s, expect
 
     problem = load_problem_file(SUITE_DIR / f"{name}.py")
     assert search_seconds(problem, RunOptions(), share_s, device) == expected
+
+
+def test_a_baseline_less_accurate_than_the_tolerance_is_named_in_the_report():
+    import torch
+
+    from benchmarks.results import inaccurate_baselines
+    from benchmarks.runner import baseline_accuracy
+    from search_engine.evaluation.tolerances import tolerance_for
+
+    torch.manual_seed(0)
+    reference = torch.randn(64, 64, dtype=torch.float64)
+    tf32_like = (reference * (1 + 3e-3 * torch.randn_like(reference))).float()
+    strict = tolerance_for("strict", "float32")
+    assert baseline_accuracy("eager", reference.float(), reference, strict)[
+        "eager_within_tolerance"] is True
+    missed = baseline_accuracy("compile", tf32_like, reference, strict)
+    assert missed["compile_within_tolerance"] is False and missed["compile_rel_error"] > 1e-3
+    assert baseline_accuracy("eager", tf32_like, None, strict) == {}  # no reference: no claim
+    row = {"name": "conv", "precision": "strict", "eager_within_tolerance": True,
+           "eager_rel_error": 1e-7, **missed}
+    notes = inaccurate_baselines([row])
+    assert len(notes) == 1 and "conv: compile's own output misses the strict tolerance" in notes[0]

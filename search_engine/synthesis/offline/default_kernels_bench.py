@@ -9,6 +9,9 @@ Two steps, so the GPU machine needs only torch, triton and numpy:
     python search_engine/synthesis/offline/default_kernels_bench.py time \
         [--only softmax,layernorm] [--no-compile] [--out results.json]
 
+With `--precision tf32` (both steps) the GEMMs' and convolutions' kernels are rendered under
+the tf32 policy into their own JSON, and eager and compile run with TF32 on.
+
 Every candidate is checked on the GPU before it is timed: relative L2 error against an
 fp64 reference (fp32 eager's own error is printed beside it), so a fast wrong kernel shows.
 Times are medians of `triton.testing.do_bench` (L2 flushed between runs).
@@ -25,7 +28,10 @@ import time
 from pathlib import Path
 
 KERNELS_JSON = Path(__file__).with_name("default_kernels_h200.json")
-STRICT_REL_NORM = 1e-5  # the evaluator's strict fp32 tolerance (relative L2 norm)
+# the same problems' dot kernels under the tf32 policy (render/time --precision tf32)
+KERNELS_JSON_TF32 = Path(__file__).with_name("default_kernels_h200_tf32.json")
+# the evaluator's relative L2 tolerance per policy (search_engine.evaluation.tolerances)
+REL_NORM = {"strict": 1e-5, "tf32": 2e-3}
 
 
 def _conv_flops(batch, c_out, c_in_per_group, taps, spatial) -> int:
@@ -101,6 +107,29 @@ CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},
                                             "num_warps": 8},
                    "taps_cl_ieee": {"CONV_LOOP": 2, "PRECISION": "ieee"}}
 
+# Under tf32 one product per MMA leaves the dots waiting on loads at strict's tiles: larger
+# and deeper tiles, and the tf32x3 rung a tolerance miss moves to (what the fallback costs).
+TF32_CONV_NEIGHBOURS = {
+    "m128_n128_k32_8w_s3": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8,
+                            "num_stages": 3},
+    "m128_n128_k32_8w_s4": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8,
+                            "num_stages": 4},
+    "m128_n128_k64_8w_s3": {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8},
+    "m128_n64_k32_4w_s4": {"BLOCK_M": 128, "BLOCK_K": 32, "num_stages": 4},
+    "m128_n64_k64_8w_s3": {"BLOCK_M": 128, "num_warps": 8},
+    "m64_n128_k32_4w_s4": {"BLOCK_N": 128, "BLOCK_K": 32, "num_stages": 4},
+    "tf32x3": {"PRECISION": "tf32x3"}}
+TF32_GEMM_NEIGHBOURS = {
+    "k32_s4": {"BLOCK_K": 32, "num_stages": 4}, "k32_s5": {"BLOCK_K": 32, "num_stages": 5},
+    "n256_k32_s3": {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},
+    "n256_k32_s4": {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 4},
+    "tma": {"TMA": 1}, "tma_k32_s4": {"TMA": 1, "BLOCK_K": 32, "num_stages": 4},
+    "tma_n256_k32_s3": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},
+    "tf32x3": {"PRECISION": "tf32x3"}}
+CONVS = ("conv2d_3x3", "conv2d_dilated", "conv3d_relu", "conv_transpose2d", "conv_transpose3d")
+TF32_NEIGHBOURS = {"matmul": TF32_GEMM_NEIGHBOURS, "gemm_bias_relu": TF32_GEMM_NEIGHBOURS,
+                   **{name: TF32_CONV_NEIGHBOURS for name in CONVS}}
+
 # neighbours of each default worth timing beside it (overlays on the default parameters)
 NEIGHBOURS = {
     "softmax": {"looped": {"variant": "looped"}, "online_8192_16w": {"BLOCK_R": 8192,
@@ -128,28 +157,32 @@ NEIGHBOURS = {
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
                        "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
                        "tma_n256": {"TMA": 1, "BLOCK_N": 256}},
-    **{name: CONV_NEIGHBOURS for name in ("conv2d_3x3", "conv2d_dilated", "conv3d_relu",
-                                          "conv_transpose2d", "conv_transpose3d")},
+    **{name: CONV_NEIGHBOURS for name in CONVS},
 }
 
 
-def render(out: Path = KERNELS_JSON, target: str = "h200") -> dict:
-    """Render each problem's default kernel and its neighbours (needs the project)."""
+def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict") -> dict:
+    """Render each problem's default kernel and its neighbours under `policy` (needs the
+    project); under tf32, only the problems whose kernels have dots."""
     from search_engine.synthesis.offline import OfflineSynthesizer
     from search_engine.synthesis.offline.synthesizer import family_module
 
     syn = OfflineSynthesizer()
+    neighbours = NEIGHBOURS if policy == "strict" else TF32_NEIGHBOURS
     data = {}
     for name, (source, work, unit) in PROBLEMS.items():
+        if policy != "strict" and name not in neighbours:
+            continue
         an = syn.analysis(source)
         space = family_module(an)
-        default = space.default_params(an, target, "strict")
+        default = space.default_params(an, target, policy)
         kernels = {"default": {"params": default, "source": syn.render(source, default)}}
-        for label, overlay in NEIGHBOURS.get(name, {}).items():
+        for label, overlay in neighbours.get(name, {}).items():
             params = space.clamp(an, {**default, **overlay})
             if params != default and space.valid(an, params):
                 kernels[label] = {"params": params, "source": syn.render(source, params)}
-        data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels}
+        data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels,
+                      "policy": policy}
     out.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
     return data
 
@@ -182,15 +215,18 @@ def _bench(fn) -> float:
 def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dict:
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False  # strict fp32: eager is true fp32
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    policy = entry.get("policy", "strict")
+    tf32 = policy == "tf32"  # baselines at the kernels' precision: strict is true fp32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
     problem = _module(f"problem_{name}", entry["problem"], folder)
     torch.manual_seed(0)
     model = problem.Model(*problem.get_init_inputs()).cuda().eval()
     torch.manual_seed(1)
     inputs = [x.cuda() for x in problem.get_inputs()]
-    row = {"name": name, "work": entry["work"], "unit": entry["unit"], "kernels": {}}
+    row = {"name": name, "work": entry["work"], "unit": entry["unit"], "policy": policy,
+           "kernels": {}}
     with torch.no_grad():
         ref = model.double()(*[x.double() for x in inputs])
         model.float()
@@ -212,7 +248,7 @@ def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dic
                 new = cand.ModelNew(*problem.get_init_inputs()).cuda()
                 new.load_state_dict(model.state_dict())
                 record["rel_error"] = _rel_error(new(*inputs), ref)
-                record["correct"] = record["rel_error"] <= STRICT_REL_NORM
+                record["correct"] = record["rel_error"] <= REL_NORM[policy]
                 record["ms"] = _bench(lambda: new(*inputs))
             except Exception as exc:  # one failing candidate must not end the run
                 record["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -247,13 +283,19 @@ def _print_row(row: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["render", "time"])
-    parser.add_argument("--kernels", type=Path, default=KERNELS_JSON)
+    parser.add_argument("--kernels", type=Path,
+                        help=f"default: {KERNELS_JSON.name} ({KERNELS_JSON_TF32.name} for tf32)")
+    parser.add_argument("--precision", choices=sorted(REL_NORM), default="strict",
+                        help="the policy the kernels are rendered under and the baselines "
+                             "run at (render)")
     parser.add_argument("--only", default="", help="comma-separated problem names")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.kernels is None:
+        args.kernels = KERNELS_JSON if args.precision == "strict" else KERNELS_JSON_TF32
     if args.command == "render":
-        data = render(args.kernels)
+        data = render(args.kernels, policy=args.precision)
         print(f"wrote {sum(len(e['kernels']) for e in data.values())} kernels for "
               f"{len(data)} problems to {args.kernels}")
         return 0

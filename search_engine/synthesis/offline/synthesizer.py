@@ -30,6 +30,7 @@ from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import planned, prepared_variant
 from search_engine.synthesis.offline.plan.kernel_plan import KernelPlan, kernel_plan
 from search_engine.synthesis.offline.spaces import staged, templates
+from search_engine.synthesis.offline.spaces.dot_precision import MORE_ACCURATE, precision_fallback
 from search_engine.synthesis.offline.writers import travel
 
 WIDE_FAMILY = 16  # from this many proposals a family mixes in whole-space draws
@@ -39,6 +40,26 @@ WHOLE_SPACE_SHARE = 4  # one proposal in this many is a whole-space draw
 # valid, random_params, ordered_moves, apply_move, fits_shared_memory, resource_problem, notes)
 FAMILY_MODULES = {"elementwise": templates, "rows": templates, "matmul": templates,
                   **{family: staged for family in staged.FAMILIES}}
+
+
+def climbed_precision(parent_params: dict[str, Any],
+                      candidates: list[tuple[str, dict[str, Any]]]) -> list:
+    """Children of a parent that missed its tolerance, each on the next rung of the dot
+    precision ladder (dot_precision.py) unless it climbs further itself. A screening's spot
+    check runs one trial: a tf32 sibling passes it and then misses the trial that failed its
+    parent (on the H200, Conv2d+InstanceNorm under tf32 fails only the shifted trial), so a
+    family left at the parent's precision spends its full evaluations failing again."""
+    fallback = precision_fallback(parent_params)
+    if not fallback:
+        return candidates
+    rung = MORE_ACCURATE.index(parent_params["PRECISION"]) + 1
+    out = []
+    for transformation, params in candidates:
+        current = params.get("PRECISION", parent_params["PRECISION"])
+        if current in MORE_ACCURATE and MORE_ACCURATE.index(current) < rung:
+            params = {**params, "PRECISION": MORE_ACCURATE[rung]}
+        out.append((transformation, params))
+    return out
 
 
 def family_module(an: Analysis):
@@ -143,6 +164,8 @@ class OfflineSynthesizer:
             candidates = self._moves(an, parent_params, diagnosis, policy, rng, request)
             if n >= WIDE_FAMILY:
                 candidates = self._with_whole_space(an, target, policy, rng, n, candidates)
+            if request.parent.status == "incorrect":
+                candidates = climbed_precision(parent_params, candidates)
         proposals, pruned, seen = [], [], set(request.known_sources)
         refused: NotCoveredError | None = None
         for transformation, params in candidates:
@@ -182,7 +205,11 @@ class OfflineSynthesizer:
 
     def _moves(self, an, params, diagnosis, policy, rng, request):
         out = []
-        for move in family_module(an).ordered_moves(an, diagnosis, policy, rng, params):
+        moves = family_module(an).ordered_moves(an, diagnosis, policy, rng, params)
+        if request.parent.status == "incorrect":  # a tolerance miss climbs the ladder first
+            fallback = precision_fallback(params)
+            moves = fallback + [m for m in moves if m not in fallback]
+        for move in moves:
             new = family_module(an).apply_move(an, params, move)
             if new is not None:
                 out.append((move, new))

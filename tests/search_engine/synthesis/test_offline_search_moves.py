@@ -243,3 +243,78 @@ def test_strict_convolutions_run_their_dots_on_tensor_cores_and_fall_back_to_iee
     for params in (space.default_params(an, "interpreter", "strict"), fallback.params):
         check(run, CONV_RELU, syn.render(CONV_RELU, {**params, "BLOCK_M": 16, "BLOCK_N": 16,
                                                      "BLOCK_K": 16}))
+
+
+def tf32_request(source, parent):
+    return SynthesisRequest(problem_source=source, target=get_target("h200"), parent=parent,
+                            memory=MemoryView("trajectory"), precision_policy="tf32")
+
+
+INSTANCE_NORM_AFTER_CONV = problem(
+    "torch.nn.functional.instance_norm(self.conv(x)) / 2.0", "torch.randn(2, 3, 9, 9)",
+    "self.conv = nn.Conv2d(3, 8, 3)")
+
+
+@pytest.mark.parametrize("source", [MATMUL_ODD, CONV_RELU, INSTANCE_NORM_AFTER_CONV])
+def test_a_tf32_kernel_that_misses_its_tolerance_steps_up_to_tf32x3_not_to_ieee(source):
+    # a normalisation after a tf32 dot can amplify tf32's error past the tf32 tolerance (an
+    # H200 search of Conv2d+InstanceNorm under `tf32` failed the shifted trial 4 of 4 times):
+    # the next rung is three tf32 products, several times faster than fp32 FMA
+    syn = OfflineSynthesizer()
+    an = syn.analysis(source)
+    space = family_module(an)
+    tf32 = space.default_params(an, "h200", "tf32")
+    assert tf32["PRECISION"] == "tf32"
+    missed = parent_node(syn.render(source, tf32), tf32, status="incorrect")
+    first = syn.propose(tf32_request(source, missed), 2, random.Random(0))[0]
+    assert first.transformation == "dot_tf32x3"
+    assert first.params["PRECISION"] == "tf32x3" and "'tf32x3'" in first.source
+    # one rung at a time: from tf32x3 a miss goes to fp32 FMA
+    missed = parent_node(first.source, first.params, status="incorrect")
+    assert syn.propose(tf32_request(source, missed), 2,
+                       random.Random(0))[0].transformation == "dot_ieee"
+    # a fast tf32 kernel is not pushed back to three products
+    for diagnosis in ("compute", "memory", "latency"):
+        assert "dot_tf32x3" not in space.ordered_moves(an, diagnosis, "tf32", random.Random(0),
+                                                       tf32)[:3]
+
+
+def test_a_screened_family_of_a_parent_that_missed_its_tolerance_is_all_more_accurate():
+    # the screening's spot check is one trial: a tf32 sibling passes it, then misses the
+    # shifted trial that failed its parent; so the whole family climbs, not only one child
+    source = INSTANCE_NORM_AFTER_CONV
+    syn = OfflineSynthesizer()
+    an = syn.analysis(source)
+    tf32 = family_module(an).default_params(an, "h200", "tf32")
+
+    def family(status):
+        parent = parent_node(syn.render(source, tf32), tf32, status=status)
+        return [p for p in syn.propose(tf32_request(source, parent), 24, random.Random(0))
+                if not p.pruned]
+
+    missed = family("incorrect")
+    assert len(missed) >= 16
+    assert {p.params["PRECISION"] for p in missed} <= {"tf32x3", "ieee"}
+    assert any(p.move["changed"].get("PRECISION") == ["tf32", "tf32x3"] for p in missed[1:])
+    # a crash says nothing about accuracy: that family keeps the fast dot
+    crashed = family("compile_error")
+    assert sum(p.params["PRECISION"] == "tf32" for p in crashed) > len(crashed) // 2
+
+
+def test_tf32_defaults_on_a_gpu_are_the_tiles_measured_for_one_product_per_mma():
+    # H200, default_kernels_bench --precision tf32: larger conv tiles and TMA-fed 128x256x32
+    # GEMM tiles; strict keeps its own (three products per MMA) and the interpreter its small
+    gemm = problem("torch.relu(x @ w + 0.5)", "torch.randn(256, 512), torch.randn(512, 256)",
+                   args="x, w")
+    syn = OfflineSynthesizer()
+    for source, tf32_tiles, strict_tiles in (
+            (CONV_RELU, {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8},
+             {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4}),
+            (gemm, {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},
+             {"TMA": 0, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 3})):
+        an = syn.analysis(source)
+        space = family_module(an)
+        for policy, tiles in (("tf32", tf32_tiles), ("strict", strict_tiles)):
+            params = space.default_params(an, "h200", policy)
+            assert {k: params[k] for k in tiles} == tiles, (policy, params)
+        assert space.default_params(an, "interpreter", "tf32")["BLOCK_M"] <= 64

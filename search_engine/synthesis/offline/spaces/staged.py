@@ -11,12 +11,12 @@ from typing import Any
 from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401 (its families)
 from search_engine.synthesis.offline.spaces import resources
+from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
 from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 (its writer)
 
 # Strict fp32 dots (conv, attention, batched matmul) run as three tf32 tensor-core products,
-# as the matmul family's do; `dot_ieee` (fp32 FMA, several times slower) is the fallback
-# when a trial misses the strict tolerance. Stages without a dot ignore PRECISION.
-STRICT_DOT_PRECISION = "tf32x3"
+# as the matmul family's do; a kernel that misses its tolerance steps one rung up the dot
+# precision ladder (dot_precision.py). Stages without a dot ignore PRECISION.
 PRECISION_MOVES = {"dot_ieee": "ieee", "dot_tf32x3": STRICT_DOT_PRECISION, "tf32": "tf32"}
 
 STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
@@ -37,6 +37,10 @@ SPACE: dict[str, list] = {
 # official-size convs, strict): taps outer over channels-last copies with a 64-deep K tile in
 # three stages ran 1.54-3.87x compile max-autotune where the flat loop ran 0.20-0.35x.
 CONV_GPU_DEFAULTS = {"CONV_LOOP": 2, "BLOCK_K": 64, "num_stages": 3}
+# Under tf32 (one product per MMA) larger tiles pay: 128x128x64 over 8 warps beat the strict
+# default's 64x64x64 on all five convs (H200, default_kernels_bench --precision tf32:
+# 0.59-1.21x compile at tf32 became 0.71-1.33x).
+CONV_TF32_GPU_DEFAULTS = {**CONV_GPU_DEFAULTS, "BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8}
 
 
 def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
@@ -48,7 +52,9 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
               "PRECISION": "tf32" if policy in ("tf32", "bf16") else STRICT_DOT_PRECISION}
     if an.family == "conv":
         # the interpreter keeps its small tiles but walks the same K loop as the GPU
-        params.update(CONV_GPU_DEFAULTS if gpu else {"CONV_LOOP": 2})
+        gpu_defaults = CONV_TF32_GPU_DEFAULTS if params["PRECISION"] == "tf32" \
+            else CONV_GPU_DEFAULTS
+        params.update(gpu_defaults if gpu else {"CONV_LOOP": 2})
     return params
 
 
