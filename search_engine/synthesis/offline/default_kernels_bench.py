@@ -105,7 +105,12 @@ CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},
                    "taps_cl_k64_s3": {"CONV_LOOP": 2, "BLOCK_K": 64, "num_stages": 3},
                    "taps_cl_m128_n128_8w": {"CONV_LOOP": 2, "BLOCK_M": 128, "BLOCK_N": 128,
                                             "num_warps": 8},
-                   "taps_cl_ieee": {"CONV_LOOP": 2, "PRECISION": "ieee"}}
+                   "taps_cl_ieee": {"CONV_LOOP": 2, "PRECISION": "ieee"},
+                   # taps × channel tiles as one loop Triton pipelines (not measured yet)
+                   "flat_taps_cl": {"CONV_LOOP": 3},
+                   "flat_taps_cl_k32_s4": {"CONV_LOOP": 3, "BLOCK_K": 32, "num_stages": 4},
+                   "flat_taps_cl_m128_n128_8w": {"CONV_LOOP": 3, "BLOCK_M": 128,
+                                                 "BLOCK_N": 128, "num_warps": 8}}
 
 # Under tf32 one product per MMA leaves the dots waiting on loads at strict's tiles: larger
 # and deeper tiles, and the tf32x3 rung a tolerance miss moves to (what the fallback costs).
@@ -118,7 +123,11 @@ TF32_CONV_NEIGHBOURS = {
     "m128_n64_k32_4w_s4": {"BLOCK_M": 128, "BLOCK_K": 32, "num_stages": 4},
     "m128_n64_k64_8w_s3": {"BLOCK_M": 128, "num_warps": 8},
     "m64_n128_k32_4w_s4": {"BLOCK_N": 128, "BLOCK_K": 32, "num_stages": 4},
-    "tf32x3": {"PRECISION": "tf32x3"}}
+    "tf32x3": {"PRECISION": "tf32x3"},
+    "flat_taps": {"CONV_LOOP": 3},
+    "flat_taps_k32_s4": {"CONV_LOOP": 3, "BLOCK_K": 32, "num_stages": 4},
+    "flat_taps_m128_n64_k32_4w_s4": {"CONV_LOOP": 3, "BLOCK_N": 64, "BLOCK_K": 32,
+                                     "num_warps": 4, "num_stages": 4}}
 TF32_GEMM_NEIGHBOURS = {
     "k32_s4": {"BLOCK_K": 32, "num_stages": 4}, "k32_s5": {"BLOCK_K": 32, "num_stages": 5},
     "n256_k32_s3": {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},

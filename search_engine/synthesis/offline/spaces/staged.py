@@ -28,8 +28,9 @@ SPACE: dict[str, list] = {
     "BLOCK_N": [16, 32, 64, 128], "BLOCK_K": [16, 32, 64], "num_warps": [1, 2, 4, 8],
     "num_stages": [1, 2, 3, 4], "SPLIT_R": [1, 16, 64, 256, 1024],
     # a conv's K loop (writers/conv.py): 0 flat (channel × taps), 1 taps outer, 2 taps outer
-    # over channels-last copies of the input and weight
-    "CONV_LOOP": [0, 1, 2],
+    # over channels-last copies of the input and weight, 3 taps × channel tiles as one
+    # (pipelined) loop over those copies
+    "CONV_LOOP": [0, 1, 2, 3],
 }
 
 

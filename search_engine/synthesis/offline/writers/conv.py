@@ -9,7 +9,8 @@ output gathers from input = (out + pad − tap·dilation) / stride where that di
 The K loop (`CONV_LOOP`) is flat (each K element's channel and tap unravelled: depthwise and
 few channels) or taps-outer (row positions and validity once per tap, a channel tile inside),
 optionally over channels-last copies of the input and weight so each A row and B column of a
-tile is contiguous (the K-major operands Hopper's tf32 MMAs take).
+tile is contiguous (the K-major operands Hopper's tf32 MMAs take), or (3) taps × channel tiles
+flattened into one loop over those copies, which Triton can software-pipeline.
 Bias and the pointwise epilogue that follows (activations, scales, per-channel terms) are
 fused on the accumulator before the single store.
 """
@@ -25,7 +26,8 @@ from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
 # CONV_LOOP: how the K loop walks (input channels of the group × kernel taps)
-FLAT_K, TAPS_OUTER, TAPS_OUTER_CHANNELS_LAST = 0, 1, 2
+FLAT_K, TAPS_OUTER, TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST = 0, 1, 2, 3
+CHANNELS_LAST_LOOPS = (TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST)
 MIN_TAPS_OUTER_CHANNELS = 16  # fewer channels per group (depthwise): a K tile would be mostly
 #                               padding, so the flat loop (taps inside K) is kept
 
@@ -53,7 +55,7 @@ def write(ctx, stage, name):
     bm = max(16, min(p["BLOCK_M"], p2(m_total)))
     bn = max(16, min(p["BLOCK_N"], p2(cout_g)))
     bk = max(16, min(p["BLOCK_K"], p2(cin_g if loop != FLAT_K else k_total)))
-    if loop == TAPS_OUTER_CHANNELS_LAST:  # the K tile's channels contiguous, B K-major
+    if loop in CHANNELS_LAST_LOOPS:  # the K tile's channels contiguous, B K-major
         ctx.dim_innermost(x, 1)
         ctx.dim_innermost(w, 0 if at["transposed"] else 1)
     phases = math.prod(strides) if phased else 1
@@ -74,7 +76,12 @@ def write(ctx, stage, name):
         o_idx, phase_idx = _phase_positions(body, strides, spatial, o_idx, phases)
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
     shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at, pos[1:], phase_idx)
-    (_flat_k_loop if loop == FLAT_K else _taps_outer_loop)(ctx, expr, body, shape)
+    if loop == FLAT_K:
+        _flat_k_loop(ctx, expr, body, shape)
+    elif loop == TAPS_FLATTENED_CHANNELS_LAST and not phased:
+        _taps_flattened_loop(ctx, expr, body, shape, bk)
+    else:  # a phased transposed conv skips taps per phase: the taps stay an outer loop
+        _taps_outer_loop(ctx, expr, body, shape)
     expr.body, expr.cache = body, {}
     body.append("cmask = mmask[:, None] & nmask[None, :]")
     if bias is not None:
@@ -192,6 +199,31 @@ def _taps_outer_loop(ctx, expr, body, shape):
     indent = "    " if shape.phase is not None else ""
     per_tap.extend(indent + line for line in guarded)
     body.extend("    " + line for line in per_tap)
+
+
+def _taps_flattened_loop(ctx, expr, body, shape, bk: int):
+    """Taps × channel tiles as one loop: Triton pipelines only a kernel's innermost loop, and
+    with taps outer a group of up to BLOCK_K channels leaves the channel loop one iteration
+    long (every official-size conv measured on the H200), so no load overlapped an MMA;
+    here each step's row positions are recomputed from its tap (a few adds per row) and the
+    next steps' tiles load while this one multiplies."""
+    x, w = shape.x, shape.w
+    tiles = -(-shape.cin_g // bk)
+    body.append(f"for kk in range({math.prod(shape.taps) * tiles}):")
+    inner: list[str] = [f"tap = kk // {tiles}" if tiles > 1 else "tap = kk"]
+    tap = unravel(inner, "tap", shape.taps, "kt")
+    in_idx, valid = _input_positions(inner, shape, tap, "BLOCK_M")
+    inner += [f"rc = (kk % {tiles}) * BLOCK_K + tl.arange(0, BLOCK_K).to(tl.int64)"
+              if tiles > 1 else "rc = tl.arange(0, BLOCK_K).to(tl.int64)",
+              f"kmask = rc < {shape.cin_g}",
+              f"ci = g * {shape.cin_g} + rc",
+              "amask = " + " & ".join(["mmask[:, None]", *valid, "kmask[None, :]"])]
+    expr.body = inner
+    a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
+    inner.append("bmask = kmask[:, None] & nmask[None, :]")
+    b = _weight(expr, w, shape, "(ci)[:, None]", "(rc)[:, None]", tuple(tap), "bmask")
+    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
+    body.extend("    " + line for line in inner)
 
 
 def _phase_taps(lines, shape, tap) -> str:
