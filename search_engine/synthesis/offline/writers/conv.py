@@ -174,7 +174,6 @@ def _taps_outer_loop(ctx, expr, body, shape):
     channels inner in BLOCK_K tiles: the inner loop's index math is one add per element, and
     over a channels-last input each row of the A tile is contiguous. A phased transposed conv
     skips the taps that do not divide into its phase."""
-    x, w = shape.x, shape.w
     body.append(f"for tap in range({math.prod(shape.taps)}):")
     per_tap: list[str] = []
     tap = unravel(per_tap, "tap", shape.taps, "kt")
@@ -186,15 +185,8 @@ def _taps_outer_loop(ctx, expr, body, shape):
         in_idx, valid = _input_positions(guarded, shape, tap, "BLOCK_M")
     guarded.append("rvalid = " + " & ".join(["mmask[:, None]", *valid]))
     guarded.append(f"for c_start in range(0, {shape.cin_g}, BLOCK_K):")
-    inner: list[str] = ["rc = c_start + tl.arange(0, BLOCK_K).to(tl.int64)",
-                        f"kmask = rc < {shape.cin_g}",
-                        f"ci = g * {shape.cin_g} + rc",
-                        "amask = rvalid & kmask[None, :]"]
-    expr.body = inner
-    a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
-    inner.append("bmask = kmask[:, None] & nmask[None, :]")
-    b = _weight(expr, w, shape, "(ci)[:, None]", "(rc)[:, None]", tuple(tap), "bmask")
-    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
+    inner: list[str] = ["rc = c_start + tl.arange(0, BLOCK_K).to(tl.int64)"]
+    _channel_tile_dot(ctx, expr, inner, shape, in_idx, tap, "rvalid")
     guarded.extend("    " + line for line in inner)
     indent = "    " if shape.phase is not None else ""
     per_tap.extend(indent + line for line in guarded)
@@ -207,23 +199,29 @@ def _taps_flattened_loop(ctx, expr, body, shape, bk: int):
     long (every official-size conv measured on the H200), so no load overlapped an MMA;
     here each step's row positions are recomputed from its tap (a few adds per row) and the
     next steps' tiles load while this one multiplies."""
-    x, w = shape.x, shape.w
     tiles = -(-shape.cin_g // bk)
     body.append(f"for kk in range({math.prod(shape.taps) * tiles}):")
     inner: list[str] = [f"tap = kk // {tiles}" if tiles > 1 else "tap = kk"]
     tap = unravel(inner, "tap", shape.taps, "kt")
     in_idx, valid = _input_positions(inner, shape, tap, "BLOCK_M")
-    inner += [f"rc = (kk % {tiles}) * BLOCK_K + tl.arange(0, BLOCK_K).to(tl.int64)"
-              if tiles > 1 else "rc = tl.arange(0, BLOCK_K).to(tl.int64)",
-              f"kmask = rc < {shape.cin_g}",
-              f"ci = g * {shape.cin_g} + rc",
-              "amask = " + " & ".join(["mmask[:, None]", *valid, "kmask[None, :]"])]
-    expr.body = inner
-    a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
-    inner.append("bmask = kmask[:, None] & nmask[None, :]")
-    b = _weight(expr, w, shape, "(ci)[:, None]", "(rc)[:, None]", tuple(tap), "bmask")
-    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
+    inner.append(f"rc = (kk % {tiles}) * BLOCK_K + tl.arange(0, BLOCK_K).to(tl.int64)"
+                 if tiles > 1 else "rc = tl.arange(0, BLOCK_K).to(tl.int64)")
+    _channel_tile_dot(ctx, expr, inner, shape, in_idx, tap,
+                      " & ".join(["mmask[:, None]", *valid]))
     body.extend("    " + line for line in inner)
+
+
+def _channel_tile_dot(ctx, expr, inner, shape, in_idx, tap, rows_valid: str):
+    """One K step over the channel tile `rc` at one tap: the A tile (rows × channels) and
+    the B tile (channels × output channels) loaded under their masks, multiplied into acc."""
+    inner += [f"kmask = rc < {shape.cin_g}",
+              f"ci = g * {shape.cin_g} + rc",
+              f"amask = {rows_valid} & kmask[None, :]"]
+    expr.body = inner
+    a = expr.value(shape.x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
+    inner.append("bmask = kmask[:, None] & nmask[None, :]")
+    b = _weight(expr, shape.w, shape, "(ci)[:, None]", "(rc)[:, None]", tuple(tap), "bmask")
+    inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
 
 
 def _phase_taps(lines, shape, tap) -> str:
