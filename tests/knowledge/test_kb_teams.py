@@ -379,6 +379,18 @@ def test_only_admins_share(world, client, teams, django_capture_on_commit_callba
     # Beta cannot see alpha's document until alpha's admin shares it.
     beta = KnowledgeContextProvider(skills=5, team_id=teams["beta"].pk)
     assert alpha_doc.pk not in {p.metadata.get("document_id") for p in beta.retrieve(QUESTION, k=50)}
+    beta_where = KnowledgeScope.for_teams([teams["beta"].pk]).chroma_where()
+    # only this test's documents, as in assert_chroma_filters_by_team; and the filter itself
+    # (a metadata `get`), not a nearest-neighbour query: in a run-wide store whose row ids
+    # SQLite hands out again, the approximate search once returned beta's two chunks and
+    # not alpha's, with alpha's metadata already shared (the retrieval below found it)
+    ours = {"document_id": {"$in": [d.pk for d in world["docs"].values()]}}
+
+    def visible_to_beta() -> set[str]:
+        return set(store.collection(store.CHUNKS).get(where=and_where(beta_where, ours),
+                                                      include=[])["ids"])
+
+    assert not chunk_ids(alpha_doc) & visible_to_beta()
     client.force_login(admin)
     assert client.post(url, {"shared": "1"}).status_code == 302
     assert Document.objects.get(pk=alpha_doc.pk).shared
@@ -388,13 +400,7 @@ def test_only_admins_share(world, client, teams, django_capture_on_commit_callba
     passages = beta.retrieve(QUESTION + " glorp tiling rows", k=50)
     assert alpha_doc.pk in {p.metadata.get("document_id") for p in passages if p.kind == "document"}
     assert alpha_skill.pk in {p.metadata.get("skill_id") for p in passages if p.kind == "skill"}
-    vector = embed_query("quibblefrost tiles of 128 rows; Alpha tiling")
-    beta_where = KnowledgeScope.for_teams([teams["beta"].pk]).chroma_where()
-    # only this test's documents, as in assert_chroma_filters_by_team: other tests' chunks
-    # (shared ones, or beta's team id reused) would crowd alpha's out of the top 100
-    ours = {"document_id": {"$in": [d.pk for d in world["docs"].values()]}}
-    assert chunk_ids(alpha_doc) <= {i for i, _ in store.query(store.CHUNKS, vector, 100,
-                                                              where=and_where(beta_where, ours))}
+    assert chunk_ids(alpha_doc) <= visible_to_beta()
     client.force_login(beta_viewer)
     assert client.get(reverse("knowledge:document_detail", args=[alpha_doc.pk])).status_code == 200
 
