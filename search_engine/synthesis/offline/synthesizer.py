@@ -30,7 +30,8 @@ from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import planned, prepared_variant
 from search_engine.synthesis.offline.plan.kernel_plan import KernelPlan, kernel_plan
 from search_engine.synthesis.offline.spaces import staged, templates
-from search_engine.synthesis.offline.spaces.dot_precision import MORE_ACCURATE, precision_fallback
+from search_engine.synthesis.offline.spaces.dot_precision import (MORE_ACCURATE, next_rung,
+                                                                  precision_fallback)
 from search_engine.synthesis.offline.writers import travel
 
 WIDE_FAMILY = 16  # from this many proposals a family mixes in whole-space draws
@@ -49,17 +50,13 @@ def climbed_precision(parent_params: dict[str, Any],
     check runs one trial: a tf32 sibling passes it and then misses the trial that failed its
     parent (on the H200, Conv2d+InstanceNorm under tf32 fails only the shifted trial), so a
     family left at the parent's precision spends its full evaluations failing again."""
-    fallback = precision_fallback(parent_params)
-    if not fallback:
+    rung = next_rung(parent_params.get("PRECISION"))
+    if rung is None:
         return candidates
-    rung = MORE_ACCURATE.index(parent_params["PRECISION"]) + 1
-    out = []
-    for transformation, params in candidates:
-        current = params.get("PRECISION", parent_params["PRECISION"])
-        if current in MORE_ACCURATE and MORE_ACCURATE.index(current) < rung:
-            params = {**params, "PRECISION": MORE_ACCURATE[rung]}
-        out.append((transformation, params))
-    return out
+    below = MORE_ACCURATE[:MORE_ACCURATE.index(rung)]
+    return [(transformation, {**params, "PRECISION": rung})
+            if params.get("PRECISION", parent_params["PRECISION"]) in below
+            else (transformation, params) for transformation, params in candidates]
 
 
 def family_module(an: Analysis):

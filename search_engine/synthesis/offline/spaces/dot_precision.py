@@ -14,12 +14,19 @@ from typing import Any
 
 STRICT_DOT_PRECISION = "tf32x3"
 MORE_ACCURATE = ("tf32", "tf32x3", "ieee")  # the ladder, least accurate first
-# the move that takes a dot one rung up the ladder, by the parent's precision
-MORE_ACCURATE_MOVE = {"tf32": "dot_tf32x3", "tf32x3": "dot_ieee"}
+RUNG_MOVES = {"tf32x3": "dot_tf32x3", "ieee": "dot_ieee"}  # the move onto each upper rung
+
+
+def next_rung(precision: str | None) -> str | None:
+    """The precision one rung above `precision` (None at the top, or for a kernel with no
+    dot precision)."""
+    if precision not in MORE_ACCURATE[:-1]:
+        return None
+    return MORE_ACCURATE[MORE_ACCURATE.index(precision) + 1]
 
 
 def precision_fallback(params: dict[str, Any] | None) -> list[str]:
     """The one move to try first when a kernel with these parameters failed ([] for a kernel
     with no dot or already at fp32 FMA)."""
-    move = MORE_ACCURATE_MOVE.get((params or {}).get("PRECISION"))
-    return [move] if move else []
+    rung = next_rung((params or {}).get("PRECISION"))
+    return [RUNG_MOVES[rung]] if rung else []
