@@ -152,16 +152,47 @@ def count(name: str, where: dict | None = None) -> int:
     return len(collection(name).get(where=where, include=[])["ids"])
 
 
+# A filter that matches at most this many vectors is answered exactly (cosine over their stored
+# embeddings) instead of by the HNSW graph: a filtered graph search walks the whole graph and
+# keeps only allowed nodes, and when they are a small part of it (one team's chunks in a large
+# shared store) it can stop with allowed vectors unvisited; a reader would silently miss their
+# own team's pages. Brute force over a few thousand 384-d vectors costs milliseconds.
+EXACT_SEARCH_LIMIT = 4096
+
+
 def query(name: str, vector: np.ndarray, n: int, where: dict | None = None) -> list[tuple[str, float]]:
-    """(id, cosine similarity) of the `n` nearest vectors, best first."""
+    """(id, cosine similarity) of the `n` nearest vectors, best first; exact when `where`
+    matches at most EXACT_SEARCH_LIMIT vectors."""
     from chromadb.errors import NotFoundError
 
     try:
-        target = collection(name)
-        result = target.query(query_embeddings=[vector], n_results=n, where=where or None,
-                              include=["distances"])
+        return _query(collection(name), vector, n, where)
     except NotFoundError:  # another process re-created it (kb_reindex)
-        target = collection(name, fresh=True)
-        result = target.query(query_embeddings=[vector], n_results=n, where=where or None,
-                              include=["distances"])
+        return _query(collection(name, fresh=True), vector, n, where)
+
+
+def _query(target, vector: np.ndarray, n: int, where: dict | None) -> list[tuple[str, float]]:
+    if where:
+        exact = _exact_query(target, vector, n, where)
+        if exact is not None:
+            return exact
+    result = target.query(query_embeddings=[vector], n_results=n, where=where or None,
+                          include=["distances"])
     return [(id_, 1.0 - dist) for id_, dist in zip(result["ids"][0], result["distances"][0])]
+
+
+def _exact_query(target, vector: np.ndarray, n: int, where: dict) -> list[tuple[str, float]] | None:
+    """The exact ranking of the vectors `where` selects, or None when it selects more than
+    EXACT_SEARCH_LIMIT (the graph's recall is good when the allowed set is large)."""
+    held = target.get(where=where, include=["embeddings"], limit=EXACT_SEARCH_LIMIT + 1)
+    if len(held["ids"]) > EXACT_SEARCH_LIMIT:
+        return None
+    if not held["ids"]:
+        return []
+    stored = np.asarray(held["embeddings"], dtype=np.float64)
+    query_vector = np.asarray(vector, dtype=np.float64).reshape(-1)
+    norms = np.linalg.norm(stored, axis=1) * np.linalg.norm(query_vector)
+    similarity = stored @ query_vector / np.where(norms > 0, norms, 1.0)
+    # ties broken by id, so equal vectors come back in the same order every time
+    order = sorted(range(len(held["ids"])), key=lambda i: (-similarity[i], held["ids"][i]))[:n]
+    return [(held["ids"][i], float(similarity[i])) for i in order]
