@@ -24,14 +24,24 @@ def warm_executor():
     yield from slow_search.warm_executor()
 
 
-def optimize(capsys, monkeypatch, executor, max_seconds: float | None, signal_at=None):
-    recording = Recording(executor)
+class SignalOnSlowEvaluations:
+    """Raises `sig` a second after the search submits its second evaluation: the search
+    runs its first one alone, so by then the quick kernel is judged and a slow one is in
+    flight, however long the quick one took on a loaded box (a fixed delay raced it)."""
+
+    def __init__(self, sig):
+        self.sig, self.raised_at = sig, None
+
+    def __call__(self, submitted: int) -> None:
+        if submitted == 2 and self.raised_at is None:
+            self.raised_at = time.monotonic() + 1.0
+            threading.Timer(1.0, signal.raise_signal, (self.sig,)).start()
+
+
+def optimize(capsys, monkeypatch, executor, max_seconds: float | None, on_submit=None):
+    recording = Recording(executor, on_submit)
     monkeypatch.setattr(cli_commands, "make_synthesizer", lambda args: SlowAfterFirst())
     monkeypatch.setattr(cli_commands, "make_executor", lambda args: recording)
-    if signal_at is not None:
-        sig, delay = signal_at
-        timer = threading.Timer(delay, signal.raise_signal, (sig,))
-        timer.start()
     started = time.monotonic()
     code = main(["optimize", "--problem", str(PROBLEM), "--target", "interpreter",
                  "--budget", "40", "--parallel", "2", "--children", "2", "--no-ncu",
@@ -66,9 +76,10 @@ def test_max_seconds_keeps_the_best_so_far(capsys, monkeypatch, warm_executor):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_search_and_prints_the_best_so_far(capsys, monkeypatch,
                                                              warm_executor, sig):
-    executor, quick_s = warm_executor
-    at = limit_after_quick(quick_s)
-    code, summary, elapsed = optimize(capsys, monkeypatch, executor, None, (sig, at))
-    assert elapsed < at + 5
+    stopper = SignalOnSlowEvaluations(sig)
+    started = time.monotonic()
+    code, summary, elapsed = optimize(capsys, monkeypatch, warm_executor[0], None, stopper)
+    assert stopper.raised_at is not None, "the search never submitted a second evaluation"
+    assert started + elapsed - stopper.raised_at < 5, "the search ran on after the signal"
     assert summary["status"] == "cancelled" and summary["stop_reason"] == "cancelled"
     assert code == 0 and summary["best"]["node_id"] == 1
