@@ -50,6 +50,8 @@ class CandidateCalls:
         mark = self.recorder.mark()
         before = self._watched_counts()
         aten_before = dict(self.aten.inside_kernel) if self.aten else {}
+        compute_before = dict(self.aten.compute) if self.aten else {}
+        scalars_before = dict(self.aten.scalar_reads) if self.aten else {}
         threads_before = python_threads()
         numels = [int(torch.Size(s).numel()) for s in self.output_shapes]
         own_before = self.recorder.own_launches
@@ -105,6 +107,9 @@ class CandidateCalls:
             sum(launch.arg_bytes for launch in launches if launch.own),
             "torch_in_kernel": _grown(aten_before, self.aten.inside_kernel) if self.aten else {},
             "torch_bytes": (self.aten.bytes - torch_bytes_before) if self.aten else 0,
+            "torch_compute": _grown(compute_before, self.aten.compute) if self.aten else {},
+            "dispatch_scalar_reads": _grown(scalars_before, self.aten.scalar_reads)
+            if self.aten else {},
             **{k: _grown(before[k], after[k]) for k in before},
             "threads_alive": new_threads,
             "tampered_harness": tampered_harness(self.harness),

@@ -78,7 +78,8 @@ class CandidateServer(CandidateCalls):
             self.work.install()
         self.recorder = LaunchRecorder(work=self.work)
         self._noop = self.recorder.install()
-        self.aten = make_aten_work_recorder(self.recorder) if not self.gpu else None
+        # every target: torch compute outside the kernels is a violation on the GPU too
+        self.aten = make_aten_work_recorder(self.recorder, interpreter=not self.gpu)
         self.timers = snapshot_timers()
         # CUPTI takes seconds to start: it starts beside the first requests (the compile
         # pass waits for it, timing and profiling too), so a sandbox is ready sooner.

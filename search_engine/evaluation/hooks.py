@@ -7,8 +7,9 @@ recorded with the kernel's name and the file that defined it. That proves the ca
 own kernels ran — on a GPU and in the interpreter alike — and yields the compiled
 metadata (registers, spills, shared memory) for diagnostics.
 
-`AtenWorkRecorder` (interpreter only, where there is no device time) counts the bytes
-touched by torch operators called outside any Triton launch, and `InterpreterWork` counts
+`AtenWorkRecorder` counts, during the candidate's calls, torch compute and scalar reads
+outside its kernels (a violation on every target) and, on the interpreter (where there is no
+device time), the bytes touched by torch operators outside any Triton launch; `InterpreterWork` counts
 the bytes the candidate's kernels really load and store (masked lanes excluded): together
 the coverage proxy. Argument sizes are never counted: `expand` makes them lie.
 
@@ -75,6 +76,8 @@ class LaunchRecorder:
             classes.append(InterpretedFunction)
         except ImportError:
             pass
+        global _TRITON_TYPES
+        _TRITON_TYPES = triton_types()
         noop = [False]
         for cls in classes:
             original = cls.run
@@ -179,6 +182,25 @@ class LaunchRecorder:
         return rows
 
 
+_TRITON_TYPES: frozenset = frozenset()  # Triton's classes, taken before the candidate loads
+
+
+def triton_types() -> frozenset:
+    """Every class the loaded Triton modules define. Taken when the recorder is installed,
+    before the candidate is imported, so no class of the candidate's (whatever `__module__`,
+    `run` or `fn` it claims) is among them."""
+    import sys
+
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "triton" or name.startswith("triton.")):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and (value.__module__ or "").startswith("triton"):
+                found.add(value)
+    return frozenset(found)
+
+
 def _is_host_callable(value) -> bool:
     """A plain Python callable (function, lambda, bound method, callable object) that is not
     a Triton kernel, a tensor, a type or one of Triton's own objects."""
@@ -186,10 +208,25 @@ def _is_host_callable(value) -> bool:
 
     if not callable(value) or isinstance(value, (type, torch.Tensor)):
         return False
-    module = getattr(value, "__module__", None) or type(value).__module__ or ""
-    if module.startswith("triton") or hasattr(value, "run") and hasattr(value, "fn"):
-        return False  # JITFunction, Autotuner, Heuristics, tl.constexpr, tl builtins
-    return True
+    return not _is_triton_object(value)
+
+
+def _is_triton_object(value) -> bool:
+    """JITFunction, Autotuner, Heuristics, tl.constexpr and tl's builtins, judged by the
+    exact class (taken before the candidate loaded) or by the file a function's code is in,
+    never by attributes an object of the candidate's can carry."""
+    import os
+    import types
+
+    if type(value) in (_TRITON_TYPES or triton_types()):  # outside a sandbox: taken now
+        return True
+    if isinstance(value, types.MethodType):
+        value = value.__func__
+    if isinstance(value, types.FunctionType):
+        import triton
+
+        return value.__code__.co_filename.startswith(os.path.dirname(triton.__file__) + os.sep)
+    return False
 
 
 def _host_callables_named_in(fn_self) -> list[str]:
@@ -212,7 +249,7 @@ def _host_callables_named_in(fn_self) -> list[str]:
             value = fn.__globals__.get(n)
             if value is None:
                 continue
-            if hasattr(value, "fn") and hasattr(value, "run"):
+            if _is_triton_object(value) and hasattr(value, "fn"):
                 todo.append(value)  # a @triton.jit helper: look inside it too
             elif _is_host_callable(value) and not _is_library(value):
                 found.append(f"global {n}")
@@ -254,10 +291,53 @@ def _tensor_bytes(args, kwargs) -> int:
     return total
 
 
-def make_aten_work_recorder(launches: LaunchRecorder):
-    """A TorchDispatchMode that sums bytes touched by torch ops outside Triton launches."""
+# What torch may do outside the candidate's kernels during a call: views, allocations, fills,
+# copies and layout changes (their bytes still count against coverage). Anything else is
+# arithmetic, a reduction or a library kernel: torch doing the problem's work by a side path,
+# however the call was reached (a stored function, a module in a container, a partial, an
+# operator on a tensor taken out of a list).
+MOVEMENT_OPS = VIEW_OR_ALLOC_OPS | INTERPRETER_LAUNCH_OPS | {
+    "to", "fill_", "zero_", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+    "new_zeros", "new_ones", "new_full", "scalar_tensor", "arange", "cat", "stack",
+    "constant_pad_nd", "repeat", "split_with_sizes", "_unsafe_split", "unbind_copy",
+    "expand_copy", "permute_copy", "view_copy", "alias_copy", "t_copy", "transpose_copy",
+    "unsqueeze_copy", "squeeze_copy", "slice_copy", "select_copy", "as_strided_copy",
+    "detach_", "lift", "record_stream", "sym_size", "sym_stride", "sym_numel",
+    "sym_storage_offset", "numel", "dim", "is_same_size", "_has_compatible_shallow_copy_type",
+    "resolve_conj", "resolve_neg", "is_nonzero",
+}
+# Reading a tensor's value into host Python, whichever Python method led there.
+SCALAR_READ_OPS = {"_local_scalar_dense", "is_nonzero"}
+
+
+def _torch_called_from_triton(torch_dir: str, triton_dir: str, skip: str) -> bool:
+    """Whether the innermost Python frame outside torch (and this file) that led to a torch
+    op is Triton's own code (an autotuner timing its configurations, a launcher's helper),
+    not the candidate's: only Triton's direct calls are exempt, so a candidate's function
+    that Triton calls back is still the candidate's."""
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(torch_dir) or name == skip):
+            return name.startswith(triton_dir)
+        frame = frame.f_back
+    return False
+
+
+def make_aten_work_recorder(launches: LaunchRecorder, *, interpreter: bool = True):
+    """A TorchDispatchMode over the candidate's calls: bytes touched by torch ops outside
+    Triton launches (the interpreter's coverage proxy), torch inside a kernel's body, and,
+    on every target, torch compute and scalar reads outside the candidate's kernels."""
+    import os
+
     import torch
+    import triton
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    triton_dir = os.path.dirname(triton.__file__) + os.sep
 
     class AtenWorkRecorder(TorchDispatchMode):
         def __init__(self):
@@ -265,6 +345,8 @@ def make_aten_work_recorder(launches: LaunchRecorder):
             self.bytes = 0
             self.ops: dict[str, int] = {}
             self.inside_kernel: dict[str, int] = {}
+            self.compute: dict[str, int] = {}
+            self.scalar_reads: dict[str, int] = {}
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -272,10 +354,16 @@ def make_aten_work_recorder(launches: LaunchRecorder):
             name = func.__name__.split(".")[0]
             if launches.in_launch:
                 # The interpreter itself only moves storages; compute here is the kernel
-                # body calling torch, which a real GPU kernel cannot do.
-                if name not in INTERPRETER_LAUNCH_OPS and name not in VIEW_OR_ALLOC_OPS:
+                # body calling torch, which a real GPU kernel cannot do (on a GPU, a launch
+                # runs Triton's host code only).
+                if interpreter and name not in INTERPRETER_LAUNCH_OPS and \
+                        name not in VIEW_OR_ALLOC_OPS:
                     self.inside_kernel[name] = self.inside_kernel.get(name, 0) + 1
                 return out
+            watched = name in SCALAR_READ_OPS or name not in MOVEMENT_OPS
+            if watched and not _torch_called_from_triton(torch_dir, triton_dir, __file__):
+                found = self.scalar_reads if name in SCALAR_READ_OPS else self.compute
+                found[name] = found.get(name, 0) + 1
             if name in VIEW_OR_ALLOC_OPS:
                 return out
             touched = _nested_bytes(args) + _nested_bytes(kwargs) + _nested_bytes(out)
@@ -331,33 +419,33 @@ class InterpreterWork:
     def __init__(self):
         self.bytes = 0
         self.own = False  # set by the launch recorder around the candidate's own launches
-        self._loads: dict[int, list] = {}   # itemsize -> address arrays
-        self._stores: dict[int, list] = {}
+        self._loads: list = []   # byte-address arrays
+        self._stores: list = []
         self._pending = 0
         self._installed: list = []
 
     def begin(self) -> None:
-        self._loads, self._stores, self._pending = {}, {}, 0
+        self._loads, self._stores, self._pending = [], [], 0
 
     def unique_bytes(self) -> int:
         import numpy as np
 
-        total = 0
-        for by_size in (self._loads, self._stores):
-            for itemsize, chunks in by_size.items():
-                total += int(np.unique(np.concatenate(chunks)).size) * itemsize if chunks else 0
-        return total
+        return sum(int(np.unique(np.concatenate(chunks)).size)
+                   for chunks in (self._loads, self._stores) if chunks)
 
-    def _keep(self, by_size: dict, ptrs, mask, itemsize: int) -> None:
+    def _keep(self, chunks: list, ptrs, mask, itemsize: int) -> None:
+        """Every byte address the access touches: the same bytes read again through a
+        pointer of another width (an int8 view of a float buffer) are not new work."""
         import numpy as np
 
-        addresses = np.asarray(ptrs.data)[np.asarray(mask.data, dtype=bool)]
-        by_size.setdefault(itemsize, []).append(addresses.ravel())
-        self._pending += addresses.size
+        addresses = np.asarray(ptrs.data)[np.asarray(mask.data, dtype=bool)].ravel()
+        chunks.append((addresses[:, None] + np.arange(itemsize, dtype=addresses.dtype))
+                      .ravel())
+        self._pending += addresses.size * itemsize
         if self._pending > self.COMPACT_AT:
-            for sizes in (self._loads, self._stores):
-                for size, chunks in sizes.items():
-                    sizes[size] = [np.unique(np.concatenate(chunks))] if chunks else []
+            for kept in (self._loads, self._stores):
+                if kept:
+                    kept[:] = [np.unique(np.concatenate(kept))]
             self._pending = 0
 
     def install(self) -> None:

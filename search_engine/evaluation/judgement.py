@@ -39,6 +39,7 @@ class Judgement:
         flags += rc.check_streams(report)
         flags += rc.check_wallclock(report, c.wallclock_mismatch_factor)
         flags += rc.check_torch_in_kernel(report)
+        flags += rc.check_torch_compute(report)
         flags += rc.check_host_compute(report)
         flags += rc.check_dispatch_escapes(report)
         flags += rc.check_ghost_replay(report.get("ghost"))

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict
 
 from search_engine.evaluation import wire
+from search_engine.evaluation.candidate_run import checked_call_evidence
 from search_engine.evaluation.result import TrialError
 from search_engine.evaluation.sandbox import ProtocolViolation
 from search_engine.evaluation.timed_checks import ghost_position
@@ -78,7 +79,7 @@ class ResidentDrive:
                     if not reply.get("ok"):
                         return run._failed(reply, phases, index)
                     judged, samples = self._judge(ids[index], reply, compare=index)
-                    evidence.append({"trial": index, **reply["evidence"],
+                    evidence.append({**checked_call_evidence(reply), "trial": index,
                                      "mutations": judged["mutations"],
                                      "torch_answer_moved": judged.get("torch_answer_moved", 0)})
                     trials.append(TrialError(**judged["verdict"]))

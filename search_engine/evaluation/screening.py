@@ -33,14 +33,20 @@ import contextvars
 import os
 import secrets
 import shutil
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from search_engine.evaluation.candidate_run import CandidateRun
+from search_engine.evaluation.candidate_run import (
+    CandidateRun,
+    checked_call_evidence,
+    checked_evidence,
+)
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.integrity import runtime_checks as rc
+from search_engine.evaluation.isolation.untrusted_files import UntrustedFileError, write_private
 from search_engine.evaluation.pipeline import _reference, checked_request
 from search_engine.evaluation.reference import ReferenceCache, ReferenceData
 from search_engine.evaluation.result import TrialError
@@ -274,12 +280,18 @@ class _Lane:
         run._ref = self.ref
         session = self.session
         session.renew(run.timeout_s)
-        path = session.workdir / f"config_{run.index:04d}.py"
-        path.write_text(run.candidate)
         self.phases, self._clock = {}, time.monotonic()
+        path = self._write_source(run, session)
+        if not isinstance(path, Path):
+            return path
         try:
             screened = self._screen(run, session, path)
             self._phase("timing_s")
+            planted = _planted(session.workdir)
+            if planted:  # harmless now (nothing is opened there), but no honest kernel's
+                self.spoiled = True
+                screened = run.failed(f"hack_suspected: the configuration planted links or "
+                                      f"special files in its sandbox's workdir: {planted}")
             screened.seconds = round(sum(self.phases.values()), 3)
             return screened
         except SandboxTimeout:
@@ -295,6 +307,26 @@ class _Lane:
             self.spoiled = True
             return run.failed(f"hack_suspected: the parent could not use the sandbox's "
                               f"replies: {type(exc).__name__}: {exc}")
+
+    def _write_source(self, run: ScreenRun, session: SandboxSession):
+        """The configuration's source, where the sandbox will read it; or its failure.
+
+        The workdir is the sandbox's: the configurations before this one ran there and may
+        have planted a link (to a host file) or a FIFO (an open that never returns) at any
+        name. So the source goes to a fresh subdirectory of the parent's own, reached only
+        through descriptors (`write_private`): nothing there is followed, opened or waited
+        on. A workdir the parent cannot write that way is this lane's end."""
+        try:
+            return Path(write_private(session.workdir, f"config_{run.index:04d}.py",
+                                      run.candidate.encode(), prefix="config-"))
+        except UntrustedFileError as exc:
+            self.spoiled = True
+            return run.failed(f"hack_suspected: the screening sandbox tampered with its "
+                              f"workdir: {exc}")
+        except OSError as exc:  # a full disk (the sandbox's writes count there too)
+            self.spoiled = True
+            return run.failed(f"runtime_error: the configuration could not be written to "
+                              f"its sandbox ({exc})")
 
     def _screen(self, run: ScreenRun, session: SandboxSession,
                 path: Path) -> ScreenedConfiguration:
@@ -352,19 +384,25 @@ class _Lane:
             reply = self.resident._call(self.set_id)
             if not reply.get("ok"):
                 return None, _failure(reply)
+            streams = checked_call_evidence(reply).get("streams", [])
             judged, _ = self.resident._judge(self.set_id, reply, compare=self.trial)
-            return TrialError(**judged["verdict"]), reply["evidence"]["streams"]
+            return TrialError(**judged["verdict"]), streams
         reply, out = run._call(session, self.set_id, False, run._output_cap(self.ref))
         if not reply.get("ok"):
             return None, _failure(reply)
         seed = self.ref.schedule[self.trial][0]
         verdict = run._compare(self.trial, seed, out, self.ref.outputs64[self.trial])
-        return verdict, reply["evidence"]["streams"]
+        return verdict, checked_call_evidence(reply).get("streams", [])
 
     def _tampered(self, run: ScreenRun, session: SandboxSession) -> ScreenedConfiguration | None:
         """A configuration that replaced the timers or the harness, or started threads (which
         could slow the configurations after it): failed, and the sandbox is spoiled."""
         reply, _ = session.request("evidence")
+        if not reply.get("ok"):  # unread evidence is no evidence of an untouched sandbox
+            self.spoiled = True
+            return run.failed(f"runtime_error: the sandbox gave no evidence after the "
+                              f"configuration ran ({_failure(reply)})")
+        reply = checked_evidence(reply)  # ill-typed or unknown fields: protocol.violation
         flags = (rc.check_timer_tampering(reply) + rc.check_harness_patch(reply)
                  + rc.check_threads(reply))
         if not flags:
@@ -386,7 +424,45 @@ class _Lane:
             self.session = None
 
 
+def _planted(workdir: Path, most: int = 8) -> str:
+    """Links, FIFOs, sockets and devices at the top of a sandbox's workdir (where the
+    parent once wrote by name), listed without following or opening any of them; '' when
+    there are none. The directory is read through a descriptor opened with O_NOFOLLOW."""
+    try:
+        fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"its workdir is not a directory ({exc.strerror})"
+    found = []
+    try:
+        with os.scandir(fd) as entries:
+            for seen, entry in enumerate(entries):
+                if seen >= 100_000:  # the disk watcher's bound on entries
+                    break
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISLNK(mode):
+                    try:
+                        where = os.readlink(entry.name, dir_fd=fd)
+                    except OSError:
+                        where = "?"
+                    found.append(f"{entry.name[:60]} -> {where[:120]}")
+                elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    kind = "FIFO" if stat.S_ISFIFO(mode) else "special file"
+                    found.append(f"{entry.name[:60]} ({kind})")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    found.sort()
+    return "; ".join(found[:most]) + (f" and {len(found) - most} more" if len(found) > most else "")
+
+
 def _failure(reply: dict) -> str:
-    kind = {"compile": "compile_error", "output": "incorrect"}.get(reply.get("error"),
-                                                                    "runtime_error")
-    return f"{kind}: {reply.get('message', 'the configuration failed')}"
+    """A failed reply's status and message (the child's words: strings, bounded, or none)."""
+    error, message = reply.get("error"), reply.get("message")
+    kind = {"compile": "compile_error", "output": "incorrect"}.get(
+        error if isinstance(error, str) else "", "runtime_error")
+    message = message[:2000] if isinstance(message, str) else "the configuration failed"
+    return f"{kind}: {message}"

@@ -256,13 +256,32 @@ def check_threads(report: dict) -> list[IntegrityFlag]:
         "): work on another thread escapes the evaluator's watch")]
 
 
+def check_torch_compute(report: dict) -> list[IntegrityFlag]:
+    """Torch arithmetic, reductions or library kernels during a call, outside the
+    candidate's kernels (seen at dispatch, however the Python reached them: a function
+    stored in `__init__`, a module in a container, a partial, an operator on a value taken
+    out of a list): torch doing the problem's work by a side path. Views, allocations,
+    fills and copies are allowed (coverage weighs their bytes)."""
+    ops = _summed(report, "torch_compute")
+    if not ops:
+        return []
+    listed = ", ".join(f"aten.{k} x{v}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:8])
+    return [IntegrityFlag("runtime.torch_compute",
+                          f"torch computed outside the candidate's Triton kernels during "
+                          f"forward: {listed}")]
+
+
 def check_host_scalar_reads(report: dict) -> list[IntegrityFlag]:
-    """Scalars read out of tensors (`item()`, `float()`, `int()`, `__index__`) during the
-    candidate's import, construction or calls feed host arithmetic no kernel sees."""
+    """Scalars read out of tensors (`item()`, `float()`, `int()`, `__index__`, `bool()`, any
+    route to aten's `_local_scalar_dense`) during the candidate's import, construction or
+    calls feed host arithmetic no kernel sees."""
     reads = _summed(report, "scalar_reads")
+    for name, count in _summed(report, "dispatch_scalar_reads").items():
+        reads[f"aten.{name}"] = reads.get(f"aten.{name}", 0) + count
     if not reads:
         return []
-    listed = ", ".join(f"Tensor.{k}() x{v}" for k, v in sorted(reads.items()))
+    listed = ", ".join(f"{k}() x{v}" if k.startswith("aten.") else f"Tensor.{k}() x{v}"
+                       for k, v in sorted(reads.items()))
     return [IntegrityFlag("runtime.host_scalar_read",
                           f"the candidate read tensor values into host Python: {listed}")]
 

@@ -137,8 +137,16 @@ EXPECTED_AT_RUNTIME_ON_GPU = {
     "runtime/reads_reference": {"compile_error"},
     "runtime/reused_output_buffer": {"correct"},
     "side_stream": {"correct"},  # correct values; timed without hiding the side stream
-    "partial_lazy": {"rejected_lazy"},
+    "partial_lazy": {"hack_suspected"},  # runtime.torch_compute; coverage still < 0.3
     "decoy_lazy": {"hack_suspected"},
+    # round 4: torch compute reached through a stored function, a ModuleList, a Parameter
+    # receiver, a partial, a transposed copy, and a bool() ghost probe
+    "round4/runtime_init_bound_fn": {"hack_suspected"},
+    "round4/runtime_modulelist_chunks": {"hack_suspected"},
+    "round4/runtime_parameter_receiver": {"hack_suspected"},
+    "round4/runtime_partial_stored_module": {"hack_suspected"},
+    "round4/runtime_transposed_side_path": {"hack_suspected"},
+    "round4/runtime_bool_ghost_probe": {"hack_suspected"},
 }
 
 

@@ -54,9 +54,12 @@ def test_decoy_kernel_beside_torch_work_is_caught_at_runtime_too(run_eval):
     assert r.diagnostics["torch_ops_bytes"]
 
 
-def test_kernel_doing_a_minor_share_is_rejected_lazy(run_eval):
+def test_kernel_doing_a_minor_share_beside_torch_compute_is_caught(run_eval):
+    """Torch's exp and sums beside a small kernel: the runtime says what the static check
+    says (torch compute outside the kernels), and the coverage still shows the share."""
     r = run_eval(candidate("partial_lazy"), static_checks=False)
-    assert r.status == "rejected_lazy", r.message
+    assert r.status == "hack_suspected", r.message
+    assert "runtime.torch_compute" in checks(r)
     assert r.coverage < 0.3 and r.reward == 0
     assert "exp" in r.diagnostics["torch_ops_bytes"]
 

@@ -14,7 +14,12 @@ Check names:
   static.forbidden_import      an import outside the allowed modules
   static.forbidden_call        exec/eval/open/__import__/... builtins
   static.dynamic_access        getattr & co. with a computed name, module objects passed around
-  static.forbidden_attribute   dunders, frames, private or module-reaching attributes
+  static.forbidden_attribute   dunders, frames, private or module-reaching attributes, names
+                               of pure modules outside their lists, attributes that evaluate
+                               or import by name (get_type_hints, import_module, ...)
+  static.string_code           strings that could become code: string annotations and typing
+                               strings that are not type expressions, format fields reading
+                               attributes, dunder names spelled as strings, type(n, b, ns)
   static.torch_compute         torch / F / Tensor compute outside the candidate's kernels,
                                operators and builtins on tensors (`x + 1`, `abs(x)`, `sum(xs)`)
   static.monkeypatch, static.timer_patch   assigning to attributes of modules
@@ -27,8 +32,11 @@ Check names:
 
 Layout: `policy` (the allow-lists), `context` (StaticContext, Facts and the AST helpers),
 `verdicts` (may a qualified name be used), and one module per family of checks: `kernels`,
-`access` (imports, builtins, attributes), `compute` (torch outside kernels, precision), `precision` (one semantics on CPU and GPU) and
-`tampering` (fallbacks, monkeypatching, overrides). This module runs them in order.
+`access` (imports, builtins, attributes), `compute` (torch outside kernels, precision),
+`precision` (one semantics on CPU and GPU),
+`modules` (torch compute handed around as values: stored functions, modules in containers,
+inherited computation), `strings` (strings that could become code) and `tampering`
+(fallbacks, monkeypatching, overrides). This module runs them in order.
 """
 
 from __future__ import annotations
@@ -59,12 +67,19 @@ from search_engine.evaluation.integrity.static_checks.policy import (  # noqa: F
     ALLOWED_MODULES, ALLOWED_MODULE_PREFIXES, DYNAMIC_ATTR_BUILTINS, EXPAND_METHODS,
     FORBIDDEN_BUILTINS, FORBIDDEN_DUNDER_DEFS, HARMLESS_DUNDERS, INIT_METHODS, INTROSPECTION_ATTRS,
     KERNEL_BUILTINS, LOW_PRECISION_METHODS, LOW_PRECISION_NAMES, METADATA_ATTRS, MODULE_MACHINERY,
-    NON_TENSOR_CALLS, OVERRIDE_NAMES, PROCESS_ATTRS, PURE_MODULES, STREAM_NAMES, TENSOR_ALLOWED,
+    NON_TENSOR_CALLS, OVERRIDE_NAMES, PROCESS_ATTRS, PURE_MODULE_NAMES, PURE_MODULES,
+    STREAM_NAMES, TENSOR_ALLOWED, TORCH_NON_TENSOR_CALLS, NN_CONTAINER_CLASSES, EVAL_ATTRS,
     TIMER_NAMES, TORCH_ALLOWED, TORCH_CONTAINER_MODULES, TORCH_SUBCLASS_BASES, TRITON_ALLOWED,
     forbidden_tensor_names, kernel_attrs, nn_module_classes, tensor_names, torch_dtype_names,
 )
+from search_engine.evaluation.integrity.static_checks.modules import (  # noqa: F401
+    check_torch_modules,
+)
 from search_engine.evaluation.integrity.static_checks.precision import (  # noqa: F401
     check_precision_semantics,
+)
+from search_engine.evaluation.integrity.static_checks.strings import (  # noqa: F401
+    check_string_code,
 )
 from search_engine.evaluation.integrity.static_checks.tampering import (  # noqa: F401
     check_monkeypatching, check_torch_override, check_try_except_fallback,
@@ -86,7 +101,9 @@ STATIC_CHECKS: list[Callable[[StaticContext], list[IntegrityFlag]]] = [
     check_tensor_descriptors,
     check_dynamic_access,
     check_forbidden_attributes,
+    check_string_code,
     check_torch_compute,
+    check_torch_modules,
     check_host_operators,
     check_monkeypatching,
     check_torch_override,

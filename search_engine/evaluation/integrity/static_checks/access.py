@@ -12,8 +12,8 @@ from search_engine.evaluation.integrity.static_checks.descriptors import (
     descriptor_import_allowed,
 )
 from search_engine.evaluation.integrity.static_checks.policy import (
-    DYNAMIC_ATTR_BUILTINS, FORBIDDEN_BUILTINS, FORBIDDEN_DUNDER_DEFS, HARMLESS_DUNDERS,
-    INTROSPECTION_ATTRS, OVERRIDE_NAMES, PROCESS_ATTRS, _module_allowed,
+    DYNAMIC_ATTR_BUILTINS, EVAL_ATTRS, FORBIDDEN_BUILTINS, FORBIDDEN_DUNDER_DEFS,
+    HARMLESS_DUNDERS, INTROSPECTION_ATTRS, OVERRIDE_NAMES, PROCESS_ATTRS, _module_allowed,
 )
 from search_engine.evaluation.integrity.static_checks.verdicts import path_verdict
 from search_engine.evaluation.result import IntegrityFlag
@@ -165,6 +165,7 @@ def check_forbidden_attributes(ctx: StaticContext) -> list[IntegrityFlag]:
     """Dunders, frames and introspection, private or module-reaching attributes."""
     flags = []
     facts = ctx.facts
+    defined = _defined_names(ctx)
     for node in ast.walk(ctx.tree):
         name = None
         if isinstance(node, ast.Attribute):
@@ -182,6 +183,15 @@ def check_forbidden_attributes(ctx: StaticContext) -> list[IntegrityFlag]:
                 flags.append(_flag("static.forbidden_attribute", node,
                                    f"{_describe(node)}: {name} reaches the process or its "
                                    "environment"))
+            elif name in EVAL_ATTRS:
+                flags.append(_flag("static.forbidden_attribute", node,
+                                   f"{_describe(node)}: {name} turns strings into code, "
+                                   "modules or attributes the checks never read"))
+            elif _foreign_private(ctx, node, name, defined):
+                flags.append(_flag("static.forbidden_attribute", node,
+                                   f"{_describe(node)}: {name} is a private attribute of an "
+                                   "object the candidate did not define (library internals: "
+                                   "a kernel's source, a module's registry, ...)"))
             continue
         if isinstance(node, ast.Name) and _dunder(node.id) and node.id not in HARMLESS_DUNDERS:
             flags.append(_flag("static.forbidden_attribute", node,
@@ -208,3 +218,35 @@ def check_forbidden_attributes(ctx: StaticContext) -> list[IntegrityFlag]:
             if verdict and verdict[0] == "static.forbidden_attribute":
                 flags.append(_flag(verdict[0], node, verdict[1]))
     return flags
+
+
+def _defined_names(ctx: StaticContext) -> set[str]:
+    """Every name the candidate binds itself: definitions, class members, attributes it
+    assigns or registers, module-level names, parameters."""
+    facts = ctx.facts
+    out = set(facts.functions) | set(facts.classes) | set(facts.self_attrs)
+    for members in facts.classes.values():
+        out |= members
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.Call) and _dotted(node.func) == "setattr" \
+                and _const_attr_name(node):
+            out.add(_const_attr_name(node))
+    return out
+
+
+def _foreign_private(ctx: StaticContext, node: ast.AST, name: str, defined: set[str]) -> bool:
+    """`obj._x` on the host where `_x` is nothing the candidate defined: a library's
+    internals (JITFunction._unsafe_update_src, Module._modules, ...). Module paths are judged
+    by path_verdict, jit bodies by check_kernel_bodies, dunders above."""
+    if not name.startswith("_") or _dunder(name) or name in defined \
+            or ctx.facts.in_kernel(node):
+        return False
+    receiver = node.value if isinstance(node, ast.Attribute) else (
+        node.args[0] if isinstance(node, ast.Call) and node.args else None)
+    return receiver is not None and not ctx.facts.resolve(receiver)

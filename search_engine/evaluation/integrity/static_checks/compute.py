@@ -11,8 +11,8 @@ from search_engine.evaluation.integrity.static_checks.context import (
 )
 from search_engine.evaluation.integrity.static_checks.policy import (
     DYNAMIC_ATTR_BUILTINS, EXPAND_METHODS, LOW_PRECISION_METHODS, LOW_PRECISION_NAMES,
-    METADATA_ATTRS, MODULE_MACHINERY, OVERRIDE_NAMES, TORCH_ALLOWED, TORCH_CONTAINER_MODULES,
-    forbidden_tensor_names, nn_module_classes, tensor_names, torch_dtype_names,
+    METADATA_ATTRS, MODULE_MACHINERY, OVERRIDE_NAMES, TORCH_NON_TENSOR_CALLS,
+    forbidden_tensor_names, tensor_names, torch_dtype_names,
 )
 from search_engine.evaluation.integrity.static_checks.verdicts import path_verdict
 from search_engine.evaluation.result import IntegrityFlag
@@ -52,10 +52,7 @@ def check_torch_compute(ctx: StaticContext) -> list[IntegrityFlag]:
             flag = _tensor_attribute_flag(ctx, node, node.value, node.attr)
             if flag:
                 flags.append(flag)
-        if isinstance(node, ast.Call):
-            flag = _module_call_flag(ctx, node)
-            if flag:
-                flags.append(flag)
+    # nn modules called, constructed or handed around: modules.check_torch_modules
     return flags
 
 
@@ -84,14 +81,11 @@ def _receiver_exempt(ctx: StaticContext, receiver: ast.AST, name: str) -> bool:
     if isinstance(receiver, ast.Attribute) and receiver.attr in {"device", "dtype", "shape",
                                                                   "layout"}:
         return True  # x.device.type, x.shape.index(...)
-    if isinstance(receiver, ast.Call) and (ctx.facts.resolve(receiver.func) in TORCH_ALLOWED
-                                           and ctx.facts.resolve(receiver.func) not in {
-                                               "torch.empty", "torch.empty_like",
-                                               "torch.zeros", "torch.zeros_like", "torch.ones",
-                                               "torch.ones_like", "torch.full",
-                                               "torch.full_like", "torch.arange",
-                                               "torch.tensor", "torch.empty_strided"}):
+    if isinstance(receiver, ast.Call) \
+            and ctx.facts.resolve(receiver.func) in TORCH_NON_TENSOR_CALLS:
         return True  # torch.device('cuda').type, torch.finfo(x.dtype).max
+    # anything else a torch call answers may be a tensor: nn.Parameter(x), torch.Tensor(x),
+    # the allocators (their methods are judged as a tensor's)
     return False
 
 
@@ -159,34 +153,6 @@ def _looks_like_dtype(ctx: StaticContext, node: ast.AST) -> bool:
     if path:
         return path in torch_dtype_names()
     return isinstance(node, ast.Attribute) and node.attr == "dtype"
-
-
-def _module_call_flag(ctx: StaticContext, call: ast.Call) -> IntegrityFlag | None:
-    """Calling an nn compute module (nn.Softmax(-1)(x), self.fc(x), self.fc.forward(x))."""
-    facts = ctx.facts
-    func = call.func
-    if isinstance(func, ast.Call):
-        path = facts.resolve(func.func)
-        if path.startswith("torch.nn.") and path.split(".")[-1] in nn_module_classes():
-            return _flag("static.torch_compute", call,
-                         f"{_describe(call)}: calls a torch {path.split('.')[-1]} module "
-                         "(torch does the work, not the candidate's kernel)")
-    target = func
-    if isinstance(target, ast.Subscript):
-        target = target.value
-    key = _binding_key(target)
-    if key in facts.stored_modules and facts.stored_modules[key] not in TORCH_CONTAINER_MODULES:
-        return _flag("static.torch_compute", call,
-                     f"{_describe(call)}: calls {key}, a torch {facts.stored_modules[key]} "
-                     "module (keep it for its parameters only)")
-    if isinstance(func, ast.Attribute):
-        key = _binding_key(func.value)
-        if key in facts.stored_modules and func.attr not in MODULE_MACHINERY - {"forward"} \
-                and facts.stored_modules[key] not in TORCH_CONTAINER_MODULES:
-            return _flag("static.torch_compute", call,
-                         f"{_describe(call)}: runs {key}, a torch {facts.stored_modules[key]} "
-                         "module (keep it for its parameters only)")
-    return None
 
 
 def check_precision_downcast(ctx: StaticContext) -> list[IntegrityFlag]:

@@ -20,7 +20,9 @@ import ast
 from search_engine.evaluation.integrity.static_checks.context import (
     StaticContext, _describe, _dotted, _flag, _host_nodes,
 )
-from search_engine.evaluation.integrity.static_checks.policy import INIT_METHODS, TORCH_ALLOWED
+from search_engine.evaluation.integrity.static_checks.policy import (
+    INIT_METHODS, TORCH_ALLOWED, TORCH_NON_TENSOR_CALLS,
+)
 from search_engine.evaluation.result import IntegrityFlag
 
 TENSOR_BUILTINS = {"abs", "sum", "max", "min", "pow", "divmod", "sorted", "round", "any", "all",
@@ -31,11 +33,14 @@ SCALAR_METHODS = {"size", "stride", "numel", "nelement", "dim", "ndimension", "e
                   "is_complex", "get_device", "index", "count", "keys", "items", "values"}
 SCALAR_ATTRS = {"shape", "ndim", "dtype", "device", "layout", "is_cuda", "itemsize", "nbytes",
                 "requires_grad", "training", "type", "element_ty"}
-TENSOR_ATTRS = {"data", "T", "mT", "H", "mH", "grad", "real", "imag", "weight", "bias"}
-_NOT_TENSOR_TORCH = TORCH_ALLOWED - {
+_TENSOR_TORCH = {
     "torch.empty", "torch.empty_like", "torch.empty_strided", "torch.zeros", "torch.zeros_like",
     "torch.ones", "torch.ones_like", "torch.full", "torch.full_like", "torch.arange",
-    "torch.tensor", "torch.nn.Parameter", "torch.nn.Buffer"}
+    "torch.tensor", "torch.nn.Parameter", "torch.nn.Buffer", "torch.Tensor"}
+TENSOR_ATTRS = {"data", "T", "mT", "H", "mH", "grad", "real", "imag", "weight", "bias"}
+# torch paths whose calls never answer with a tensor; every other torch call may (the
+# allocators, nn.Parameter / nn.Buffer / torch.Tensor wrapping one, torch.as_tensor, ...).
+_NOT_TENSOR_TORCH = TORCH_NON_TENSOR_CALLS | (TORCH_ALLOWED - _TENSOR_TORCH)
 _SKIP_COMPARE = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
@@ -142,8 +147,7 @@ class TensorValues:
             if path:
                 return (path.startswith("torch.") and path not in _NOT_TENSOR_TORCH
                         and not path.startswith(("torch.nn.functional", "torch.cuda"))
-                        and path.split(".")[-1][:1].islower()) or path in {
-                            "torch.nn.Parameter", "torch.nn.Buffer"}
+                        and path.split(".")[-1][:1].islower()) or path in _TENSOR_TORCH
             if isinstance(node.func, ast.Attribute):
                 if node.func.attr in SCALAR_METHODS:
                     return False

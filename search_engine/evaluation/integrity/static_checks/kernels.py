@@ -25,13 +25,90 @@ def _kernel_names(tree: ast.Module) -> set[str]:
     return {k.name for k in Facts.of(tree).kernels}
 
 
-def _launched_names(tree: ast.Module) -> set[str]:
-    """Names launched as `kernel[grid](...)`."""
-    return {
-        node.func.value.id for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
-        and isinstance(node.func.value, ast.Name)
-    }
+def _launched_names(tree: ast.Module, kernels: set[str] | None = None) -> set[str]:
+    """Kernels launched as `E[grid](...)`, where E is the kernel, or any expression naming it:
+    a dispatch table (`TABLE[key][grid](...)`), a conditional, a name, self attribute or
+    parameter bound to it (`self.kernel = k`, `for k in (a, b)`, `def go(k): k[grid](...)`).
+    Over-approximated on purpose: a runtime check verifies that the candidate's own kernels
+    really run."""
+    if kernels is None:
+        kernels = _kernel_names(tree)
+    bindings = _bindings(tree)
+    launched: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            launched |= _kernels_named(node.func.value, kernels, bindings, set())
+    return launched
+
+
+def _binding_key(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return ""
+
+
+def _bindings(tree: ast.Module) -> dict[str, list[ast.AST]]:
+    """name / obj.attr -> the expressions bound to it (assignments, loops, with, the
+    arguments of calls to the candidate's functions)."""
+    out: dict[str, list[ast.AST]] = {}
+
+    def bind(target: ast.AST, value: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                bind(elt, value)
+            return
+        if isinstance(target, ast.Starred):
+            target = target.value
+        key = _binding_key(target)
+        if key:
+            out.setdefault(key, []).append(value)
+        elif isinstance(target, ast.Subscript):  # TABLE[key] = kernel
+            bind(target.value, value)
+
+    functions = {n.name: n for n in ast.walk(tree)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                bind(t, node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) \
+                and node.value is not None:
+            bind(node.target, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bind(node.target, node.iter)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bind(node.optional_vars, node.context_expr)
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node.func, ast.Name) else ""
+            fn = functions.get(name)
+            if fn is not None:
+                params = [a.arg for a in fn.args.posonlyargs + fn.args.args
+                          + fn.args.kwonlyargs]
+                for value in list(node.args) + [k.value for k in node.keywords]:
+                    for p in params:  # any parameter may receive it (over-approximated)
+                        out.setdefault(p, []).append(value)
+            if isinstance(node.func, ast.Attribute) and node.func.attr in {
+                    "append", "extend", "insert", "update", "setdefault", "add"}:
+                for value in list(node.args) + [k.value for k in node.keywords]:
+                    bind(node.func.value, value)
+    return out
+
+
+def _kernels_named(expr: ast.AST, kernels: set[str], bindings: dict[str, list[ast.AST]],
+                   seen: set[str]) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(expr):
+        key = _binding_key(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
+        if isinstance(node, ast.Name) and node.id in kernels:
+            found.add(node.id)
+        if key and key not in seen:
+            seen.add(key)
+            for value in bindings.get(key, ()):
+                found |= _kernels_named(value, kernels, bindings, seen)
+    return found
 
 
 def check_uses_triton_kernel(ctx: StaticContext) -> list[IntegrityFlag]:
@@ -40,7 +117,7 @@ def check_uses_triton_kernel(ctx: StaticContext) -> list[IntegrityFlag]:
         return [_flag("static.no_triton_kernel", None,
                       "no @triton.jit kernel is defined: the work is not done by the candidate's "
                       "own kernels")]
-    if not kernels & _launched_names(ctx.tree):
+    if not kernels & _launched_names(ctx.tree, kernels):
         return [_flag("static.kernel_never_launched", None,
                       f"kernels {sorted(kernels)} are defined but never launched as kernel[grid](...)")]
     return []

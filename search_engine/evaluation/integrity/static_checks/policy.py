@@ -17,7 +17,42 @@ ALLOWED_MODULES = {
 # Submodules of triton.language (triton.language.math, triton.language.extra.libdevice,
 # triton.language.extra.cuda.libdevice, ...) are Triton device code too.
 ALLOWED_MODULE_PREFIXES = ("triton.language.",)
-PURE_MODULES = {"math", "typing", "functools", "dataclasses"}  # any public, non-module attr
+PURE_MODULES = {"math", "typing", "functools", "dataclasses"}
+# What each pure module may be used for, name by name: nothing here evaluates a string as
+# code, reaches another module or copies objects behind the checks' back. Refused, among
+# others: typing.get_type_hints / ForwardRef / get_overloads / no_type_check (string
+# annotations are evaluated by the first two), functools.singledispatch(method) (it reads
+# annotations through get_type_hints), update_wrapper / wraps (they copy attributes named by
+# strings, `__code__` included), functools.namedtuple, dataclasses.make_dataclass (a class
+# from strings and a namespace dict), asdict / astuple (deep copies), and the modules and
+# foreign helpers these modules import (typing.sys, dataclasses.FunctionType, ...).
+PURE_MODULE_NAMES: dict[str, frozenset[str]] = {
+    "math": frozenset({
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "comb",
+        "copysign", "cos", "cosh", "degrees", "dist", "e", "erf", "erfc", "exp", "exp2",
+        "expm1", "fabs", "factorial", "floor", "fmod", "frexp", "fsum", "gamma", "gcd",
+        "hypot", "inf", "isclose", "isfinite", "isinf", "isnan", "isqrt", "lcm", "ldexp",
+        "lgamma", "log", "log10", "log1p", "log2", "modf", "nan", "nextafter", "perm", "pi",
+        "pow", "prod", "radians", "remainder", "sin", "sinh", "sqrt", "sumprod", "tan", "tanh",
+        "tau", "trunc", "ulp"}),
+    "typing": frozenset({
+        "AbstractSet", "Annotated", "Any", "AnyStr", "Callable", "ClassVar", "Collection",
+        "Concatenate", "Container", "Dict", "Final", "FrozenSet", "Generator", "Generic",
+        "Hashable", "Iterable", "Iterator", "List", "Literal", "LiteralString", "Mapping",
+        "MutableMapping", "MutableSequence", "MutableSet", "NamedTuple", "Never", "NewType",
+        "NoReturn", "NotRequired", "Optional", "ParamSpec", "Protocol", "Required",
+        "Reversible", "Self", "Sequence", "Set", "Sized", "SupportsAbs", "SupportsFloat",
+        "SupportsIndex", "SupportsInt", "SupportsRound", "TYPE_CHECKING", "Text", "Tuple",
+        "Type", "TypeAlias", "TypeGuard", "TypeVar", "TypeVarTuple", "TypedDict", "Union",
+        "Unpack", "assert_never", "cast", "final", "get_args", "get_origin", "overload",
+        "runtime_checkable"}),
+    "functools": frozenset({
+        "cache", "cached_property", "cmp_to_key", "lru_cache", "partial", "partialmethod",
+        "reduce", "total_ordering"}),
+    "dataclasses": frozenset({
+        "Field", "FrozenInstanceError", "InitVar", "KW_ONLY", "MISSING", "dataclass", "field",
+        "fields", "is_dataclass", "replace"}),
+}
 
 TORCH_ALLOWED = {
     # allocation
@@ -38,6 +73,19 @@ TORCH_ALLOWED = {
 }
 TORCH_CONTAINER_MODULES = {"Module", "ModuleList", "ModuleDict", "ParameterList",
                            "ParameterDict"}
+# nn classes that only hold other modules / parameters: what they hold decides what calling
+# them does (an nn.Sequential runs its children). Every other torch.nn module class computes.
+NN_CONTAINER_CLASSES = TORCH_CONTAINER_MODULES | {"Sequential"}
+# Allowed torch calls that can never answer with a tensor (so `torch.device(d).type` and
+# `torch.finfo(t).max` are not tensor methods). Everything else allowed may: nn.Parameter,
+# nn.Buffer and torch.Tensor wrap a tensor, the allocators make one.
+TORCH_NON_TENSOR_CALLS = {
+    "torch.Size", "torch.dtype", "torch.device", "torch.no_grad", "torch.inference_mode",
+    "torch.is_tensor", "torch.finfo", "torch.iinfo", "torch.cuda.current_stream",
+    "torch.cuda.current_device", "torch.cuda.device", "torch.cuda.is_available",
+    "torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
+    "torch.cuda.device_count",
+}
 TRITON_ALLOWED = {
     "triton", "triton.jit", "triton.autotune", "triton.Config", "triton.heuristics",
     "triton.cdiv", "triton.next_power_of_2", "triton.language", "triton.__version__",
@@ -109,6 +157,16 @@ _COMMON_NAMES = {"open", "read", "write", "close", "stat", "times", "device_enco
                  "name", "path", "error", "fsencode", "fsdecode", "minor", "major", "nice",
                  "isatty", "wait", "rename", "link", "pipe", "lseek", "scandir"}
 PROCESS_ATTRS = _process_attrs()
+# Attributes, on any object, that turn strings into code, modules or attribute reads: the
+# checks read the candidate's source, so nothing may evaluate text they never parse.
+EVAL_ATTRS = frozenset({
+    "get_type_hints", "get_annotations", "ForwardRef", "_eval_type", "_evaluate",
+    "evaluate_forward_ref", "singledispatch", "singledispatchmethod", "make_dataclass",
+    "update_wrapper", "import_module", "find_spec", "spec_from_file_location",
+    "module_from_spec", "exec_module", "load_module", "attrgetter", "methodcaller",
+    "FunctionType", "CodeType", "LambdaType", "new_class", "codecs", "runpy", "codeop",
+    "linecache", "zipimport", "pkgutil", "literal_eval", "_unsafe_update_src",
+})
 # Dunder methods whose definition changes how the evaluator sees or serialises an object.
 FORBIDDEN_DUNDER_DEFS = {"__getattr__", "__getattribute__", "__setattr__", "__delattr__",
                          "__del__", "__reduce__", "__reduce_ex__", "__getstate__",

@@ -77,6 +77,14 @@ def check_monkeypatching(ctx: StaticContext) -> list[IntegrityFlag]:
             + (" (a timer or synchronization primitive)" if timer else
                " (patching a library changes what the evaluator measures)")))
 
+    kernels = {k.name for k in facts.kernels}
+
+    def kernel_patch(node: ast.AST, name: str) -> None:
+        # a jit function's fn / src / cache: what runs would no longer be the checked body
+        flags.append(_flag("static.monkeypatch", node,
+                           f"{_describe(node)}: changes an attribute of the kernel {name} "
+                           "(its function, source or caches are Triton's machinery)"))
+
     for node in ast.walk(ctx.tree):
         targets: list[ast.AST] = []
         if isinstance(node, ast.Assign):
@@ -95,6 +103,8 @@ def check_monkeypatching(ctx: StaticContext) -> list[IntegrityFlag]:
             if base:
                 name = _const_attr_name(node) or "<computed>"
                 report(node, f"{base}.{name}", (base + "." + name).split("."))
+            elif isinstance(node.args[0], ast.Name) and node.args[0].id in kernels:
+                kernel_patch(node, node.args[0].id)
             continue
         flat = []
         while targets:
@@ -106,6 +116,12 @@ def check_monkeypatching(ctx: StaticContext) -> list[IntegrityFlag]:
             else:
                 flat.append(t)
         for sub in flat:
+            root = sub
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if sub is not root and isinstance(root, ast.Name) and root.id in kernels:
+                kernel_patch(node, root.id)
+                continue
             if isinstance(sub, (ast.Attribute, ast.Subscript)):
                 path = root_path(sub)
                 if path:

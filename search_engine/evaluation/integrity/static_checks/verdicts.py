@@ -7,8 +7,8 @@ import inspect
 import types
 
 from search_engine.evaluation.integrity.static_checks.policy import (
-    HARMLESS_DUNDERS, INIT_REFUSED, PURE_MODULES, STREAM_NAMES, TIMER_NAMES, TORCH_ALLOWED, TRITON_ALLOWED,
-    _module_allowed, nn_module_classes, torch_dtype_names,
+    HARMLESS_DUNDERS, INIT_REFUSED, PURE_MODULE_NAMES, PURE_MODULES, STREAM_NAMES, TIMER_NAMES,
+    TORCH_ALLOWED, TRITON_ALLOWED, _module_allowed, nn_module_classes, torch_dtype_names,
 )
 
 
@@ -51,6 +51,11 @@ def path_verdict(path: str, in_init: bool = False) -> tuple[str, str] | None:
                 "next_power_of_2 and triton.language may be used (triton.runtime, "
                 "triton.testing, triton.compiler... reach the evaluator's machinery)")
     if root in PURE_MODULES:
+        if len(parts) >= 2 and not private and parts[1] not in PURE_MODULE_NAMES[root]:
+            return ("static.forbidden_attribute",
+                    f"uses {path}: {parts[1]!r} is not among the names of {root} a candidate "
+                    "may use (none may evaluate strings as code, reach other modules or copy "
+                    "objects: see PURE_MODULE_NAMES)")
         return _module_tree_verdict(path, root, private)
     if _module_allowed(path):
         return None
