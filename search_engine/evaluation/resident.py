@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict
 
 from search_engine.evaluation import wire
-from search_engine.evaluation.candidate_run import checked_call_evidence
+from search_engine.evaluation.replies import checked_call_evidence
 from search_engine.evaluation.result import TrialError
 from search_engine.evaluation.sandbox import ProtocolViolation
 from search_engine.evaluation.timed_checks import ghost_position

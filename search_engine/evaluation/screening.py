@@ -39,15 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from search_engine.evaluation.candidate_run import (
-    CandidateRun,
-    checked_call_evidence,
-    checked_evidence,
-)
+from search_engine.evaluation.candidate_run import CandidateRun
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.integrity import runtime_checks as rc
 from search_engine.evaluation.isolation.untrusted_files import UntrustedFileError, write_private
 from search_engine.evaluation.pipeline import _reference, checked_request
+from search_engine.evaluation.replies import checked_call_evidence, checked_evidence
 from search_engine.evaluation.reference import ReferenceCache, ReferenceData
 from search_engine.evaluation.result import TrialError
 from search_engine.evaluation.sandbox import (

@@ -14,6 +14,9 @@ def checks(result):
 
 # A legitimate first-call preparation: a kernel fills a buffer once, later calls use it.
 # Had the compile pass's model survived, the buffer would hold whatever memory it was given.
+# Prepares a per-column table on its first call (NaN until its fill kernel really ran) and
+# multiplies the softmax by it in a second kernel: right only if the preparation ran for real.
+# All its arithmetic is in its kernels (torch computing beside them is runtime.torch_compute).
 PREPARES_ON_FIRST_CALL = candidate("clean_softmax").replace(
     '''class ModelNew(nn.Module):
     def forward(self, x):
@@ -24,18 +27,30 @@ def fill_kernel(out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.full((BLOCK,), 1.0, tl.float32), mask=offs < n)
 
 
+@triton.jit
+def scale_kernel(y_ptr, s_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    y = tl.load(y_ptr + row * n_cols + cols, mask=mask)
+    s = tl.load(s_ptr + cols, mask=mask)
+    tl.store(out_ptr + row * n_cols + cols, y * s, mask=mask)
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
         self.prepared = None
 
     def forward(self, x):
+        block = triton.next_power_of_2(x.shape[1])
         if self.prepared is None:
             self.prepared = torch.full((x.shape[1],), float("nan"), device=x.device)
-            fill_kernel[(1,)](self.prepared, x.shape[1],
-                              BLOCK=triton.next_power_of_2(x.shape[1]))
+            fill_kernel[(1,)](self.prepared, x.shape[1], BLOCK=block)
         y = launch(x.contiguous())
-        return launch(x.contiguous() * 0 + y.log() + self.prepared.log())''')
+        out = torch.empty_like(y)
+        scale_kernel[(y.shape[0],)](y, self.prepared, out, y.shape[1], BLOCK=block)
+        return out''')
 
 
 def test_compile_pass_keeps_clean_candidates_correct(run_eval):

@@ -17,13 +17,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from search_engine.evaluation import candidate_run
-from search_engine.evaluation.candidate_run import (
+from search_engine.evaluation import candidate_run, replies
+from search_engine.evaluation.candidate_run import CandidateRun
+from search_engine.evaluation.replies import (
     CALL_EVIDENCE,
     EVIDENCE,
     LOAD_EVIDENCE,
     PARENT_KEYS,
-    CandidateRun,
     checked_call_evidence,
     checked_evidence,
     checked_fields,
@@ -114,8 +114,8 @@ def test_the_parents_keys_win_even_over_an_allowed_field():
     ("device_memory", {"allocator_peak_bytes": None}),
     ("kernel_metadata", [{"name": "k", "verdict": "correct"}]),  # an unknown sub-field
     ("kernel_metadata", [{"name": "k", "n_regs": {"nested": 1}}]),
-    ("own_kernels", ["k"] * (candidate_run.MAX_ITEMS + 1)),     # unbounded lists
-    ("own_kernels", ["k" * (candidate_run.MAX_TEXT + 1)]),       # unbounded strings
+    ("own_kernels", ["k"] * (replies.MAX_ITEMS + 1)),     # unbounded lists
+    ("own_kernels", ["k" * (replies.MAX_TEXT + 1)]),       # unbounded strings
     ("speedup", 100.0),                                  # a field nobody asked for
 ])
 def test_ill_typed_unknown_or_unbounded_evidence_is_a_protocol_violation(field, value):
@@ -204,7 +204,7 @@ def _literal_keys(path: Path, function: str) -> set[str]:
 
 def test_the_allow_lists_name_every_field_the_honest_harness_sends():
     evidence = _literal_keys(EVALUATION / "child.py", "on_evidence") - {"ok"}
-    assert evidence == set(EVIDENCE), "child.on_evidence and candidate_run.EVIDENCE differ"
+    assert evidence == set(EVIDENCE), "child.on_evidence and replies.EVIDENCE differ"
     load = _literal_keys(EVALUATION / "child.py", "_watched_counts")
     assert load == set(LOAD_EVIDENCE)
     call = _literal_keys(EVALUATION / "candidate_call.py", "_call")
