@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for screening throughput (issue 29) and the evaluator's GPU tests (issue 26).
 #   bash benchmarks/h200_screening.sh OUTDIR
-# 1. with TESTS_S=SECONDS, the evaluator's GPU tests (hostile rounds 1-3, parent boundary, clean
+# 1. with TESTS_S=SECONDS, the evaluator's GPU tests (hostile rounds 1-4, parent boundary, clean
 #    kinds), four at a time;
 # 2. `optimize` with screening on KernelBench-shaped files at official sizes, each for
 #    SEARCH_MIN minutes (default 2); OUTDIR/summary_<problem>.json has what was screened and
@@ -19,6 +19,7 @@ if [ "${TESTS_S:-0}" -gt 0 ]; then
   timeout "$TESTS_S" python3 -m pytest --noconftest -p no:cacheprovider -q \
     -n "${WORKERS:-4}" -m gpu -k "${TEST_FILTER:-not off}" --durations=10 \
     tests/search_engine/evaluation/test_gpu_v3.py \
+    tests/search_engine/evaluation/test_gpu_round4.py \
     tests/search_engine/evaluation/test_gpu_parent_boundary.py \
     tests/search_engine/evaluation/test_gpu.py > "$out/gpu_tests.log" 2>&1
 fi
