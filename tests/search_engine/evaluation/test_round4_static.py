@@ -277,6 +277,12 @@ def test_non_tensor_torch_calls_stay_exempt():
     (in_init("self.norm = nn.LogSoftmax(dim=1)",
              "for i, m in enumerate([self.norm]):\n            x = m(x)\n        return launch(x)"),
      "m(x)"),
+    # a module built from modules in __init__ is still a module: calling it is torch's work
+    (in_init("self.tr = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model=4, nhead=2, "
+             "dim_feedforward=8), num_layers=2)", "return launch(self.tr(x))"), "self.tr"),
+    # and building one outside __init__ is refused as before
+    (in_forward("tr = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2), 1)"),
+     "outside __init__"),
 ])
 def test_torch_compute_reached_as_a_value_is_refused(source, evidence):
     if "functools" in source and "import functools" not in source:
@@ -346,6 +352,11 @@ def test_inherited_torch_compute_is_refused(classes, use, evidence):
             "        nn.init.zeros_(m.bias)"),
     in_init("self.w = nn.Parameter(torch.randn(4) * 0.1)\nself.s = torch.rand(4)\n"
             "self.register_buffer('b', torch.zeros(4))", "return launch(x)"),
+    # a torch module built from modules in __init__ (the offline synthesizer keeps a
+    # TransformerEncoder for its parameters): its layers are copied, never run
+    in_init("self.tr = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model=4, nhead=2, "
+            "dim_feedforward=8), num_layers=2)",
+            "w = self.tr.layers[0].linear1.weight\n        return launch(x)"),
 ])
 def test_honest_weight_holders_pass(source):
     assert_clean(source)

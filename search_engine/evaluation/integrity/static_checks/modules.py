@@ -530,6 +530,11 @@ def _call_flags(ctx: StaticContext, values: ModuleValues, call: ast.Call,
         flags.append(_flag(CHECK, call, f"{_describe(call)}: {shown}{what}: torch does the "
                            "work, not the candidate's kernel"))
         return flags
+    # a torch module built in __init__ from modules (nn.TransformerEncoder(layer, n)) runs
+    # none of them: it copies them as weight holders, and what forward does with the result
+    # is followed like any module value
+    if cls is not None and id(call) in init_like:
+        return flags
     # a module handed to something that could call it (a builtin's keyword, sorted(key=m),
     # or iter(m, sentinel), calls it)
     handed = list(call.args) + [k.value for k in call.keywords]
