@@ -28,6 +28,8 @@ GEMM_LOGSUMEXP = problem("self.fc = nn.Linear(8, 6)",
 CONV_EPILOGUE = problem("self.conv = nn.Conv2d(3, 5, 3)", "torch.relu(self.conv(x) + 1.0)",
                         "torch.randn(2, 3, 7, 6)")
 GROUPNORM = problem("self.gn = nn.GroupNorm(3, 6)", "self.gn(x)", "torch.randn(2, 6, 3, 5)")
+GROUPNORM_LONG_ROWS = problem("self.gn = nn.GroupNorm(2, 4)", "self.gn(x)",
+                              "torch.randn(1, 4, 72, 64)")
 CONV_POOL = problem("self.conv = nn.Conv2d(3, 4, 3)\nself.pool = nn.MaxPool2d(2)",
                     "self.pool(torch.sigmoid(self.conv(x)))", "torch.randn(2, 3, 8, 8)")
 EINSUM_VIEW = problem("", "torch.einsum('bijl,lk->bijk', a, b)",
@@ -75,8 +77,17 @@ def test_a_conv_with_its_epilogue_is_one_conv_kernel():
     assert conv.ops == ["conv", "add", "relu"] and conv.epilogue == ["add", "relu"]
 
 
-def test_a_groupnorm_is_a_staged_pipeline_of_three_kernels():
-    plan = plan_of(GROUPNORM)
+def test_a_groupnorm_over_short_rows_is_one_kernel_that_reads_them_once():
+    plan = plan_of(GROUPNORM)  # rows of 30 elements: mean, variance and normalisation
+    assert plan.family == "reduction" and plan.pattern == "row reduction"
+    [kernel] = plan.kernels
+    assert kernel.kernel == "kh_stage0_rows" and kernel.stores == "the output"
+    assert kernel.ops.count("sum") == 2 and "rsqrt" in kernel.ops
+    assert "read once" in kernel.layout[0] and "3 stages in one kernel" in kernel.layout[0]
+
+
+def test_a_groupnorm_over_rows_longer_than_a_tile_is_a_staged_pipeline_of_three_kernels():
+    plan = plan_of(GROUPNORM_LONG_ROWS)  # 2 x 72 x 64 = 9216 elements a row
     assert plan.family == "reduction" and plan.pattern == "multi-stage"
     assert [k.pattern for k in plan.kernels] == ["reduction", "reduction", "pointwise"]
     assert [k.stores for k in plan.kernels][-1] == "the output"

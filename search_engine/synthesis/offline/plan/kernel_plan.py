@@ -20,7 +20,8 @@ from typing import Any
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import LEAVES, REDUCTIONS, Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, VIEW_OPS, Stage, output_view_of, plan, stage_kernel_name, stage_writer_op,
+    REDUCE_OPS, VIEW_OPS, Stage, output_view_of, plan, row_group_kernel_name, row_groups,
+    stage_kernel_name, stage_writer_op, streams_rows,
 )
 
 # the kernels the fused writers define (they take their names from here)
@@ -145,8 +146,27 @@ def _staged_plan(an: Analysis) -> KernelPlan:
         stages = stages[:-1]
         notes.append(f"the output is a view (reshape) of kernel {len(stages) - 1}'s result; "
                      f"no kernel copies it")
-    kernels = [_stage_group(an, k, stage, stored, viewed) for k, stage in enumerate(stages)]
+    groups = {group[0]: group for group in row_groups(an, stages)}
+    grouped = {k for group in groups.values() for k in group[1:]}
+    kernels = [_row_group(an, k, [stages[j] for j in groups[k]], stored, viewed)
+               if k in groups else _stage_group(an, k, stage, stored, viewed)
+               for k, stage in enumerate(stages) if k not in grouped]
     return KernelPlan(an.family, kernels, notes)
+
+
+def _row_group(an: Analysis, k: int, members: list[Stage], stored: set[int],
+               viewed: int | None) -> KernelGroup:
+    """Stages that share their rows (`stages.row_groups`): one kernel."""
+    computed = set().union(*(_computed(an, s.sink, stored) for s in members))
+    reads = an.nodes[an.nodes[members[0].anchor].refs()[0]].op
+    how = "streamed once per stage by one program (re-read from L2)" \
+        if streams_rows(an, members[0]) else "read once, each row one tile"
+    layout = [f"{len(members)} stages in one kernel over the same rows ({reads}): {how}"]
+    sinks = {s.sink for s in members}
+    stores = "the output" if sinks & {an.output, viewed} else \
+        "fp32 buffers later kernels read"
+    return KernelGroup(row_group_kernel_name(k), "row reduction", _ops(an, computed),
+                       [an.nodes[i].op for s in members for i in s.epilogue], layout, stores)
 
 
 def _stage_group(an: Analysis, k: int, stage: Stage, stored: set[int],

@@ -83,6 +83,150 @@ def stage_writer_op(an: Analysis, stage: Stage) -> str:
     return op if stage.anchor != stage.sink or op in ANCHOR_OPS else "pointwise"
 
 
+# Elements of one program's tile when stages share a tile of whole rows (`row_groups`): 8192
+# fp32 is 64 registers a thread per live value at 4 warps, and the writer adds warps past 4096.
+ROW_GROUP_TILE = 8192
+# A longer row is streamed once per stage by one program (its re-reads hit L2, the row being
+# at most 256 KiB) when there are rows enough to fill the GPU; else the stages stay apart,
+# where a few long rows' reductions split over programs.
+ROW_GROUP_STREAMED = 65536
+ROW_GROUP_MIN_ROWS = 1024
+ROW_GROUP_OPS = REDUCE_OPS - {"argmax", "argmin"}  # their ties need the streamed index
+
+
+def row_groups(an: Analysis, stages: list[Stage]) -> list[list[int]]:
+    """Runs of consecutive stages (indices into `stages`) that one kernel computes from a single
+    tile of whole rows, so the rows are read once instead of once per stage: reductions of the
+    same rows (same input shape, reduced dims and output), each reading the earlier ones'
+    results only as its own row's value (a mean, then the variance around it), and
+    optionally the pointwise stage over the rows' elements right after them (the
+    normalisation, in any shape of the same elements: a GroupNorm's). A row of at most
+    `ROW_GROUP_TILE` elements is read once; up to `ROW_GROUP_STREAMED`, when there are at least
+    `ROW_GROUP_MIN_ROWS` rows, once per stage by the same program; other rows keep their own
+    stages (where a few long rows' reductions split over programs)."""
+    nodes, stored = an.nodes, {s.sink for s in stages}
+    groups, k = [], 0
+    while k < len(stages):
+        rows = _row_space(nodes, stages[k])
+        if rows is None:
+            k += 1
+            continue
+        group, sinks = [k], {stages[k].sink}
+        j = k + 1
+        while j < len(stages) and _row_space(nodes, stages[j]) == rows and \
+                _reduction_reads_rows(nodes, stages[j], rows, sinks, stored):
+            group.append(j)
+            sinks.add(stages[j].sink)
+            j += 1
+        if j < len(stages) and _pointwise_over(an, stages[j], rows, sinks, stored):
+            group.append(j)
+            j += 1
+        if len(group) > 1:
+            groups.append(group)
+            k = j
+        else:
+            k += 1
+    return groups
+
+
+def streams_rows(an: Analysis, stage: Stage) -> bool:
+    """Whether a row group that starts at this reduction streams its rows (once per stage)
+    rather than holding each in one tile."""
+    node = an.nodes[stage.anchor]
+    n_red = 1
+    for d in node.attrs["dims"]:
+        n_red *= an.nodes[node.refs()[0]].shape[d]
+    return 1 << (n_red - 1).bit_length() > ROW_GROUP_TILE
+
+
+def row_group_kernel_name(k: int) -> str:
+    """The kernel of the row group whose first stage is the k-th."""
+    return f"kh_stage{k}_rows"
+
+
+def _row_space(nodes, stage: Stage):
+    """(input shape, reduced dims, output shape) of a reduction stage whose rows a group can
+    take: in one tile, or streamed when they are many."""
+    node = nodes[stage.anchor]
+    if node.op not in ROW_GROUP_OPS:
+        return None
+    in_shape, dims = tuple(nodes[node.refs()[0]].shape), tuple(node.attrs["dims"])
+    n_red, n_out = 1, 1
+    for d in dims:
+        n_red *= in_shape[d]
+    for size in node.shape:
+        n_out *= size
+    tile = 1 << (n_red - 1).bit_length()  # the writer's BLOCK_R for a row in one tile
+    fits = 1 < n_red and (tile <= ROW_GROUP_TILE or (
+        n_red <= ROW_GROUP_STREAMED and n_out >= ROW_GROUP_MIN_ROWS))
+    return (in_shape, dims, tuple(node.shape)) if fits else None
+
+
+def _reduction_reads_rows(nodes, stage: Stage, rows, sinks: set[int], stored: set[int]) -> bool:
+    """A later reduction of the group: its input (over the tile) and its epilogue (over the
+    rows) read the group's results only in place."""
+    src = nodes[stage.anchor].refs()[0]
+    return src not in sinks and _in_place(nodes, src, rows[0], rows, sinks, stored) and \
+        _in_place(nodes, stage.sink, rows[2], rows, sinks, stored | {stage.anchor})
+
+
+def _pointwise_over(an: Analysis, stage: Stage, rows, sinks: set[int], stored: set[int]) -> bool:
+    """A pointwise stage over the rows' elements (any shape of as many elements), reading the
+    group's results only in place."""
+    shape = tuple(an.nodes[stage.sink].shape)
+    numel = 1
+    for size in shape:
+        numel *= size
+    rows_numel = 1
+    for size in rows[0]:
+        rows_numel *= size
+    return stage_writer_op(an, stage) == "pointwise" and numel == rows_numel and \
+        _in_place(an.nodes, stage.sink, shape, rows, sinks, stored - {stage.sink})
+
+
+def _in_place(nodes, root: int, shape, rows, sinks: set[int], stored: set[int]) -> bool:
+    """Whether, computing `root` at each position of a tile of `shape` (computed inline up to
+    `stored` nodes and leaves), every read of one of `sinks` is of the row that position is in:
+    each path to a sink runs through pointwise ops at that same position (no index op, no
+    broadcast), and the sink is read broadcast along the reduced dims (over the rows' input)
+    or as it is (over the rows themselves). A stage over another shape of the same elements may
+    reach the input shape through a reshape, which keeps the element."""
+    in_shape, dims, out_shape = rows
+    want = tuple(1 if d in dims else size for d, size in enumerate(in_shape))
+    reaches: dict[int, bool] = {}
+
+    def reaches_sink(i: int) -> bool:
+        if i not in reaches:
+            reaches[i] = i in sinks or (nodes[i].op not in LEAVES and i not in stored and any(
+                reaches_sink(r) for r in nodes[i].refs()))
+        return reaches[i]
+
+    stack, seen = [(root, tuple(shape))], set()
+    while stack:
+        i, at = stack.pop()
+        if (i, at) in seen or not reaches_sink(i):
+            continue
+        seen.add((i, at))
+        node = nodes[i]
+        if i in sinks:
+            return False  # a group result at a tile position (not read by a pointwise op)
+        if node.op == "reshape" and tuple(node.shape) == at and at != in_shape and \
+                tuple(nodes[node.refs()[0]].shape) == in_shape:
+            stack.append((node.refs()[0], in_shape))
+            continue
+        if node.op not in POINTWISE_OPS or tuple(node.shape) != at:
+            return False
+        for ref in node.refs():
+            if ref in sinks:
+                if (at, tuple(nodes[ref].shape)) not in ((in_shape, want), (out_shape, out_shape)):
+                    return False
+            elif reaches_sink(ref):
+                if tuple(nodes[ref].shape) != at:
+                    return False  # a broadcast read: another position's value
+                stack.append((ref, at))
+    return True
+
+
 def stage_kernel_name(k: int, an: Analysis, stage: Stage) -> str:
     """The name of the kernel that computes the k-th stage (after any dropped view stage)."""
     return f"kh_stage{k}_{an.nodes[stage.anchor].op}"

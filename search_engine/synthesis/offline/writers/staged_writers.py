@@ -78,7 +78,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
         full.append(i if i == "0" else (f"({i})[None, :]" if d in dims else f"({i})[:, None]"))
     inner.append("m2 = omask[:, None] & rmask[None, :]")
     v = expr.value(src, tuple(full), "m2")
-    inner.extend(_accumulate(op, v))
+    inner.extend(accumulate(op, v))
     body.extend("    " + line for line in inner)
     consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
     warps = ctx.params["num_warps"]
@@ -89,7 +89,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK_O], tl.float32)"
                    if op not in ("argmax", "argmin") else "tl.zeros([BLOCK_O], tl.int64)")
     grid = f"(triton.cdiv({n_out}, {block_o}),)"
-    return (_with_combine(op) + kernel_source(name, ctx, list(consts), body),
+    return (with_combine(op) + kernel_source(name, ctx, list(consts), body),
             [launch(name, ctx, grid, consts, warps)])
 
 
@@ -136,10 +136,10 @@ def _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx):
     second = kernel_source(name, ctx, ["BLOCK_O", "SPLIT"], body)
     lines.append(launch(name, ctx, f"(triton.cdiv({n_out}, {block_o}),)",
                         {"BLOCK_O": block_o, "SPLIT": split}, warps))
-    return _with_combine(op) + first + "\n\n" + second, lines
+    return with_combine(op) + first + "\n\n" + second, lines
 
 
-def _accumulate(op: str, v: str) -> list[str]:
+def accumulate(op: str, v: str) -> list[str]:
     if op == "sum":
         return [f"acc += tl.sum(tl.where(m2, {v}, 0.0), axis=1)"]
     if op == "prod":
@@ -159,7 +159,7 @@ def _accumulate(op: str, v: str) -> list[str]:
             "acc = tl.where(take, top, acc)"]
 
 
-def _with_combine(op: str) -> str:
+def with_combine(op: str) -> str:
     if op != "prod":
         return ""
     return "@triton.jit\ndef _kh_mul(a, b):\n    return a * b\n\n\n"
