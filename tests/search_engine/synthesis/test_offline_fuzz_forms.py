@@ -104,3 +104,32 @@ def test_a_failing_writer_is_a_refusal_naming_it_never_a_candidate(monkeypatch, 
         checked_render(problem, an, {})
     assert says in str(refused.value) and f"offline {an.family}" in str(refused.value)
     assert refused.value.ops == sorted(set(an.op_names)) and refused.value.ops
+
+
+KEYWORD_MODULE_NAMES = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleDict({"in": nn.Linear(6, 8), "lambda": nn.Linear(8, 5)})
+
+    def forward(self, x):
+        return self.blocks["lambda"](torch.relu(self.blocks["in"](x)))
+
+
+def get_inputs():
+    return [torch.randn(3, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_submodules_named_by_python_keywords_get_a_kernel(tmp_path):
+    """torch.fx writes `self.blocks.lambda` into the forward it generates, which does not
+    compile: the analysis keeps the (right) graph without that code, and the candidate
+    reaches the parameters with getattr."""
+    assert judge(KEYWORD_MODULE_NAMES, tmp_path) != "refused"

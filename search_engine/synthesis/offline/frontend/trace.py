@@ -37,7 +37,7 @@ def trace_module(module, batch: int | None = None) -> Analysis:
     state = _tensor_attributes(model)
     try:
         with augmented_operators_traced():
-            graph_module = torch.fx.symbolic_trace(model)
+            graph_module = _symbolic_trace(model)
     except Exception as exc:  # data-dependent control flow and the like
         try:
             graph_module = _restored(model, state, _sized_trace(model, inputs))
@@ -57,6 +57,36 @@ def trace_module(module, batch: int | None = None) -> Analysis:
     analysis = _Translator(graph_module, len(inputs), inputs).run()
     analysis.materialized_bytes = _real_bytes(model, inputs)
     return analysis
+
+
+def _symbolic_trace(model):
+    """torch.fx's trace of `model`. A submodule named by a Python keyword (a ModuleDict's
+    'lambda' or 'in') makes torch.fx write `self.blocks.lambda` into the Python it generates,
+    which does not compile; the graph itself is right, and the analysis only walks and
+    interprets it, so such a graph is kept without its generated forward."""
+    import torch.fx
+
+    try:
+        return torch.fx.symbolic_trace(model)
+    except SyntaxError:
+        tracer = torch.fx.Tracer()
+        graph = tracer.trace(model)
+        return _graph_only_module()(tracer.root, graph, type(model).__name__)
+
+
+def _graph_only_module():
+    import torch.fx
+
+    class GraphOnlyModule(torch.fx.GraphModule):
+        """A GraphModule whose generated forward may not compile (never called here)."""
+
+        def recompile(self):
+            try:
+                return super().recompile()
+            except SyntaxError:
+                return None
+
+    return GraphOnlyModule
 
 
 _RECORDED_FACTORIES = ("ones", "zeros", "full", "arange")
