@@ -28,7 +28,6 @@ def render(source: str, grouped: bool):
     from search_engine.synthesis.offline.plan import stages
     from search_engine.synthesis.offline.spaces import staged
 
-    sys.path.insert(0, str(REPO / "tests" / "search_engine" / "synthesis"))
     from conftest import traced_analysis  # the tests' in-process tracer (our own problems)
 
     saved = stages.ROW_GROUP_TILE, stages.ROW_GROUP_STREAMED
@@ -47,6 +46,9 @@ def render(source: str, grouped: bool):
 
 
 def main(argv: list[str]) -> None:
+    from search_engine.synthesis.offline.plan import stages
+
+    sys.path.insert(0, str(REPO / "tests" / "search_engine" / "synthesis"))  # its conftest
     dirs = [Path(a) for a in argv] or DIRS
     rows, staged_count = [], 0
     for path in sorted(p for d in dirs for p in d.glob("*.py")):
@@ -58,8 +60,6 @@ def main(argv: list[str]) -> None:
         an, candidate, groups = with_groups
         if not groups:
             continue
-        from search_engine.synthesis.offline.plan import stages
-
         _, separate, _ = render(source, False)
         members = sum(len(g) for g in groups)
         plan = stages.plan(an)

@@ -6,6 +6,7 @@ order."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from search_engine.synthesis.offline.frontend.ir import BINARY, LEAVES, UNARY, Analysis, IRNode
@@ -132,11 +133,17 @@ def row_groups(an: Analysis, stages: list[Stage]) -> list[list[int]]:
 def streams_rows(an: Analysis, stage: Stage) -> bool:
     """Whether a row group that starts at this reduction streams its rows (once per stage)
     rather than holding each in one tile."""
-    node = an.nodes[stage.anchor]
-    n_red = 1
-    for d in node.attrs["dims"]:
-        n_red *= an.nodes[node.refs()[0]].shape[d]
-    return 1 << (n_red - 1).bit_length() > ROW_GROUP_TILE
+    return _tile_of(_row_length(an.nodes, an.nodes[stage.anchor])) > ROW_GROUP_TILE
+
+
+def _row_length(nodes, node: IRNode) -> int:
+    """The elements a reduction node reduces into each of its outputs."""
+    return math.prod(nodes[node.refs()[0]].shape[d] for d in node.attrs["dims"])
+
+
+def _tile_of(n_red: int) -> int:
+    """The writer's BLOCK_R for a row of `n_red` elements held in one tile."""
+    return 1 << (n_red - 1).bit_length()
 
 
 def row_group_kernel_name(k: int) -> str:
@@ -151,14 +158,9 @@ def _row_space(nodes, stage: Stage):
     if node.op not in ROW_GROUP_OPS:
         return None
     in_shape, dims = tuple(nodes[node.refs()[0]].shape), tuple(node.attrs["dims"])
-    n_red, n_out = 1, 1
-    for d in dims:
-        n_red *= in_shape[d]
-    for size in node.shape:
-        n_out *= size
-    tile = 1 << (n_red - 1).bit_length()  # the writer's BLOCK_R for a row in one tile
-    fits = 1 < n_red and (tile <= ROW_GROUP_TILE or (
-        n_red <= ROW_GROUP_STREAMED and n_out >= ROW_GROUP_MIN_ROWS))
+    n_red = _row_length(nodes, node)
+    fits = 1 < n_red and (_tile_of(n_red) <= ROW_GROUP_TILE or (
+        n_red <= ROW_GROUP_STREAMED and math.prod(node.shape) >= ROW_GROUP_MIN_ROWS))
     return (in_shape, dims, tuple(node.shape)) if fits else None
 
 
@@ -174,13 +176,8 @@ def _pointwise_over(an: Analysis, stage: Stage, rows, sinks: set[int], stored: s
     """A pointwise stage over the rows' elements (any shape of as many elements), reading the
     group's results only in place."""
     shape = tuple(an.nodes[stage.sink].shape)
-    numel = 1
-    for size in shape:
-        numel *= size
-    rows_numel = 1
-    for size in rows[0]:
-        rows_numel *= size
-    return stage_writer_op(an, stage) == "pointwise" and numel == rows_numel and \
+    return stage_writer_op(an, stage) == "pointwise" and \
+        math.prod(shape) == math.prod(rows[0]) and \
         _in_place(an.nodes, stage.sink, shape, rows, sinks, stored - {stage.sink})
 
 

@@ -18,7 +18,9 @@ from search_engine.synthesis.offline.writers.staged_context import (
     Context, kernel_source, launch, p2, store_epilogue, unravel,
 )
 from search_engine.synthesis.offline.writers.staged_expr import Expr, reshape_index
-from search_engine.synthesis.offline.writers.staged_writers import accumulate, with_combine
+from search_engine.synthesis.offline.writers.staged_writers import (
+    accumulate, tile_index, with_combine,
+)
 
 ROW_MASK, TILE_MASK = "omask", "m2"  # the masks of the rows' values and of the tile's
 
@@ -115,12 +117,7 @@ class _Tile:
 
     def _index(self, lines: list[str], rr: str) -> tuple:
         lines += [f"rr = {rr}", f"rmask = rr < {self.n_red}"]
-        red_idx = unravel(lines, "rr", [self.in_shape[d] for d in self.dims], "r")
-        full, ki, ri = [], iter(self.kept_idx), iter(red_idx)
-        for d in range(len(self.in_shape)):
-            i = next(ri) if d in self.dims else next(ki)
-            full.append(i if i == "0" else (f"({i})[None, :]" if d in self.dims
-                                            else f"({i})[:, None]"))
+        full = tile_index(lines, self.in_shape, self.dims, self.kept_idx)
         lines.append(f"{TILE_MASK} = {ROW_MASK}[:, None] & rmask[None, :]")
         return tuple(full)
 

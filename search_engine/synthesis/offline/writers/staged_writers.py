@@ -71,11 +71,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     start = "r_start + r_start0" if split > 1 else "r_start0"  # loop names no index shadows
     inner.append(f"rr = {start} + tl.arange(0, BLOCK_R).to(tl.int64)")
     inner.append(f"rmask = rr < {n_red}")
-    red_idx = unravel(inner, "rr", [in_shape[d] for d in dims], "r")
-    full, ki, ri = [], iter(kept_idx), iter(red_idx)
-    for d in range(len(in_shape)):
-        i = next(ri) if d in dims else next(ki)
-        full.append(i if i == "0" else (f"({i})[None, :]" if d in dims else f"({i})[:, None]"))
+    full = tile_index(inner, in_shape, dims, kept_idx)
     inner.append("m2 = omask[:, None] & rmask[None, :]")
     v = expr.value(src, tuple(full), "m2")
     inner.extend(accumulate(op, v))
@@ -91,6 +87,19 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     grid = f"(triton.cdiv({n_out}, {block_o}),)"
     return (with_combine(op) + kernel_source(name, ctx, list(consts), body),
             [launch(name, ctx, grid, consts, warps)])
+
+
+def tile_index(lines: list[str], in_shape, dims, kept_idx) -> list[str]:
+    """The index of a reduction's input over a [BLOCK_O, BLOCK_R] tile: the kept dims from the
+    outputs' index (`kept_idx`, down the tile), the reduced ones unravelled from `rr` (the
+    variable `lines` already defines, across it)."""
+    red_idx = iter(unravel(lines, "rr", [in_shape[d] for d in dims], "r"))
+    kept = iter(kept_idx)
+    full = []
+    for d in range(len(in_shape)):
+        i = next(red_idx) if d in dims else next(kept)
+        full.append(i if i == "0" else (f"({i})[None, :]" if d in dims else f"({i})[:, None]"))
+    return full
 
 
 def reduction_split(params, op, n_out, n_red, block_o, block_r) -> int:
