@@ -35,45 +35,71 @@ SPIN_LIMIT = tl.constexpr(1 << 26)  # a wait that never ends gives a wrong answe
 
 
 @triton.jit
+def _publish(ws_ptr, cnt_ptr, row, part, x, SPLIT: tl.constexpr):
+    """This program's partial (max, sum of exp) of its segment of `row`, then its arrival."""
+    m = tl.max(x, 0)
+    s = tl.sum(tl.exp(x - m), 0)
+    slot = ws_ptr + (row.to(tl.int64) * SPLIT + part) * 2
+    tl.store(slot, m)
+    tl.store(slot + 1, s)
+    tl.atomic_add(cnt_ptr + row, 1, sem="release")
+
+
+@triton.jit
+def _finish(x, y_ptr, ws_ptr, cnt_ptr, row, R, cols, cmask, SPLIT: tl.constexpr,
+            SPLIT_P2: tl.constexpr, LOG: tl.constexpr):
+    """Wait for every sibling's partial of `row`, combine them and write this segment."""
+    sib = tl.arange(0, SPLIT_P2)
+    smask = sib < SPLIT
+    seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire")
+    spins = 0
+    while (seen < SPLIT) & (spins < SPIN_LIMIT):
+        seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire")
+        spins += 1
+    base = ws_ptr + (row.to(tl.int64) * SPLIT + sib) * 2
+    pm = tl.load(base, mask=smask, other=float("-inf"), volatile=True)
+    ps = tl.load(base + 1, mask=smask, other=0.0, volatile=True)
+    big_m = tl.max(pm, 0)
+    big_s = tl.sum(ps * tl.exp(pm - big_m), 0)
+    if LOG:
+        y = x - big_m - tl.log(big_s)
+    else:
+        y = tl.exp(x - big_m) / big_s
+    tl.store(y_ptr + row.to(tl.int64) * R + cols, y, mask=cmask)
+
+
+@triton.jit
 def coop_softmax_kernel(x_ptr, y_ptr, ws_ptr, cnt_ptr, n_rows, R, n_groups,
                         SPLIT: tl.constexpr, SPLIT_P2: tl.constexpr, SEG: tl.constexpr,
                         LOG: tl.constexpr, PREFETCH: tl.constexpr):
+    """PREFETCH 0: load, publish, wait, write, then load the next row; 1: the next row's
+    segment is loaded before the wait; 2 (publish ahead): the next row's partial is also
+    published before this row's wait, so the siblings have had a whole row's load to
+    arrive by the time a program waits."""
     group = tl.program_id(0)
     part = tl.program_id(1)
     cols = part * SEG + tl.arange(0, SEG)
     cmask = cols < R
-    sib = tl.arange(0, SPLIT_P2)
-    smask = sib < SPLIT
     row = group
     x = tl.load(x_ptr + row.to(tl.int64) * R + cols, mask=cmask & (row < n_rows),
                 other=float("-inf"))
+    if PREFETCH == 2:
+        if row < n_rows:
+            _publish(ws_ptr, cnt_ptr, row, part, x, SPLIT)
     while row < n_rows:
-        m = tl.max(x, 0)
-        s = tl.sum(tl.exp(x - m), 0)
-        slot = ws_ptr + (row.to(tl.int64) * SPLIT + part) * 2
-        tl.store(slot, m)
-        tl.store(slot + 1, s)
-        tl.atomic_add(cnt_ptr + row, 1, sem="release")
         nxt = row + n_groups
-        if PREFETCH:
+        if PREFETCH == 2:
             x_next = tl.load(x_ptr + nxt.to(tl.int64) * R + cols, mask=cmask & (nxt < n_rows),
                              other=float("-inf"))
-        seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire")
-        spins = 0
-        while (seen < SPLIT) & (spins < SPIN_LIMIT):
-            seen = tl.atomic_add(cnt_ptr + row, 0, sem="acquire")
-            spins += 1
-        base = ws_ptr + (row.to(tl.int64) * SPLIT + sib) * 2
-        pm = tl.load(base, mask=smask, other=float("-inf"), volatile=True)
-        ps = tl.load(base + 1, mask=smask, other=0.0, volatile=True)
-        big_m = tl.max(pm, 0)
-        big_s = tl.sum(ps * tl.exp(pm - big_m), 0)
-        if LOG:
-            y = x - big_m - tl.log(big_s)
+            if nxt < n_rows:
+                _publish(ws_ptr, cnt_ptr, nxt, part, x_next, SPLIT)
         else:
-            y = tl.exp(x - big_m) / big_s
-        tl.store(y_ptr + row.to(tl.int64) * R + cols, y, mask=cmask)
-        if PREFETCH:
+            _publish(ws_ptr, cnt_ptr, row, part, x, SPLIT)
+            if PREFETCH == 1:
+                x_next = tl.load(x_ptr + nxt.to(tl.int64) * R + cols,
+                                 mask=cmask & (nxt < n_rows), other=float("-inf"))
+        _finish(x, y_ptr, ws_ptr, cnt_ptr, row, R, cols, cmask, SPLIT, SPLIT_P2, LOG)
+        if PREFETCH > 0:
             x = x_next
         else:
             x = tl.load(x_ptr + nxt.to(tl.int64) * R + cols, mask=cmask & (nxt < n_rows),
@@ -93,7 +119,7 @@ def blocks_per_sm(compiled, num_warps: int) -> int:
 
 
 class CoopSoftmax:
-    def __init__(self, seg: int, num_warps: int, prefetch: bool, log: bool, fill: float = 1.0):
+    def __init__(self, seg: int, num_warps: int, prefetch: int, log: bool, fill: float = 1.0):
         self.seg, self.num_warps, self.prefetch, self.log, self.fill = (
             seg, num_warps, prefetch, log, fill)
         self.info: dict = {}
@@ -106,7 +132,7 @@ class CoopSoftmax:
         ws = torch.empty((n_rows, split, 2), device=x.device, dtype=torch.float32)
         cnt = torch.zeros(n_rows, device=x.device, dtype=torch.int32)
         consts = dict(SPLIT=split, SPLIT_P2=split_p2, SEG=self.seg, LOG=self.log,
-                      PREFETCH=self.prefetch, num_warps=self.num_warps)
+                      PREFETCH=int(self.prefetch), num_warps=self.num_warps)
         if "groups" not in self.info:
             compiled = coop_softmax_kernel.warmup(x, y, ws, cnt, n_rows, r, 1, grid=(1, split),
                                                   **consts)
@@ -152,7 +178,8 @@ def default_kernel(name: str, folder: Path):
     return module.ModelNew().cuda()
 
 
-def run(rows: int, cols: int, configs, with_compile: bool) -> list[dict]:
+def run(rows: int, cols: int, configs, with_compile: bool,
+        logs=(False, True)) -> list[dict]:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     nbytes = rows * cols * 4
@@ -162,7 +189,7 @@ def run(rows: int, cols: int, configs, with_compile: bool) -> list[dict]:
     torch.manual_seed(0)
     x = torch.randn(rows, cols, device="cuda")
     results = []
-    for log in (False, True):
+    for log in logs:
         op = torch.log_softmax if log else torch.softmax
         name = "log_softmax" if log else "softmax"
         ref = op(x.double(), dim=1)
@@ -211,9 +238,10 @@ def run(rows: int, cols: int, configs, with_compile: bool) -> list[dict]:
     return results
 
 
-CONFIGS = [(seg, warps, pf, fill) for seg, warps in ((4096, 4), (8192, 8), (8192, 4),
-                                                     (16384, 16), (16384, 8), (4096, 8))
-           for pf in (True, False) for fill in (1.0,)] + [(8192, 8, True, 0.5)]
+# (segment, warps, prefetch mode, fill): the last session's best (8192, 4, prefetch 1) against
+# publish-ahead at the segments and warps around it.
+CONFIGS = [(8192, 4, 1, 1.0)] + [(seg, warps, 2, 1.0) for seg, warps in (
+    (8192, 4), (8192, 8), (4096, 4), (16384, 8), (16384, 16), (4096, 2))] + [(8192, 4, 2, 0.5)]
 
 
 def main() -> int:
@@ -222,8 +250,11 @@ def main() -> int:
     parser.add_argument("--cols", type=int, default=393216)
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", choices=("softmax", "log_softmax"),
+                        help="time one of the two operators")
     args = parser.parse_args()
-    results = run(args.rows, args.cols, CONFIGS, not args.no_compile)
+    logs = {None: (False, True), "softmax": (False,), "log_softmax": (True,)}[args.only]
+    results = run(args.rows, args.cols, CONFIGS, not args.no_compile, logs)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     return 0

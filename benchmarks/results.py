@@ -71,17 +71,47 @@ def default_out(machine: str, date: str, scale: str, folder: Path) -> Path:
 
 def floor_ms(min_bytes: int, min_flops: int, dtype: str, precision: str,
              ceilings: dict) -> float | None:
-    """The least time this machine allows: bytes at copy bandwidth or FLOPs at matmul peak."""
+    """The least time this machine allows: bytes at copy bandwidth or FLOPs at the fastest
+    matmul rate the precision accepts (`compute_peak`)."""
     from search_engine.evaluation.tolerances import precision_class
 
     bandwidth = ceilings.get("copy_gbs") or 0
-    peak = (ceilings.get("matmul_tflops") or {}).get(MATMUL_KEY[precision_class(precision, dtype)])
+    peak, _ = compute_peak(precision_class(precision, dtype), ceilings)
     if not bandwidth:
         return None
     seconds = min_bytes / (bandwidth * 1e9)
     if min_flops and peak:
         seconds = max(seconds, min_flops / (peak * 1e12))
     return _round(seconds * 1e3)
+
+
+def compute_peak(klass: str, ceilings: dict) -> tuple[float | None, str]:
+    """(TFLOP/s, arithmetic) of the fastest measured matmul rate a precision class accepts:
+    strict fp32 also runs as three tf32 tensor-core products (tf32x3, a third of the measured
+    tf32 rate), which is what its GEMMs and convolutions are measured against; the SIMT fp32
+    rate alone would call a tensor-core kernel near its floor when it is at a third of it."""
+    rates = ceilings.get("matmul_tflops") or {}
+    kinds = {MATMUL_KEY[klass]: rates.get(MATMUL_KEY[klass])}
+    if klass == "fp32" and rates.get("tf32"):
+        kinds["tf32x3"] = rates["tf32"] / 3
+    known = {k: v for k, v in kinds.items() if v}
+    if not known:
+        return None, ""
+    best = max(known, key=known.get)
+    return known[best], best
+
+
+def _floor_arithmetic(problem, precision: str, ceilings: dict) -> str:
+    """What bounds the floor: "memory", or the matmul arithmetic whose rate does."""
+    from search_engine.evaluation.tolerances import precision_class
+
+    peak, arithmetic = compute_peak(precision_class(precision, problem.dtype), ceilings)
+    bandwidth = ceilings.get("copy_gbs") or 0
+    if not (problem.min_flops and peak) or (
+            bandwidth and problem.min_bytes / (bandwidth * 1e9)
+            >= problem.min_flops / (peak * 1e12)):
+        return "memory"
+    return arithmetic
 
 
 def problem_row(problem, precision: str, found: dict, measured: dict, run: dict) -> dict:
@@ -96,7 +126,9 @@ def problem_row(problem, precision: str, found: dict, measured: dict, run: dict)
         "covered": found["covered"], "eager_ms": _round(eager), "compile_ms": _round(compiled),
         "best_ms": _round(best_ms), "speedup_vs_eager": _ratio(eager, best_ms),
         "speedup_vs_compile": _ratio(compiled, best_ms), "floor_ms": floor,
-        "pct_of_floor": _percent(floor, best_ms), "evaluations": found.get("evaluations", 0),
+        "pct_of_floor": _percent(floor, best_ms),
+        "floor_arithmetic": _floor_arithmetic(problem, precision, run["ceilings"]),
+        "evaluations": found.get("evaluations", 0),
         "search_seconds": found.get("seconds"), "best_status": best_status(found, measured),
         "precision": precision, "compile_seconds": measured.get("compile_seconds"),
         "best_depth": best.get("depth"),
@@ -246,7 +278,9 @@ def markdown(document: dict) -> str:
     c = document["ceilings"]
     tflops = ", ".join(f"{k} {v}" for k, v in c["matmul_tflops"].items())
     lines.append(f"- Ceilings measured in the run on {document['machine']}: copy "
-                 f"{c['copy_gbs']} GB/s, matmul TFLOP/s {tflops}. Timing: {document['timing']}.")
+                 f"{c['copy_gbs']} GB/s, matmul TFLOP/s {tflops}. Timing: {document['timing']}. "
+                 f"Floor: the bytes at copy bandwidth or the FLOPs at the fastest rate the "
+                 f"precision accepts (strict fp32: tf32x3, a third of the tf32 rate).")
     for run in document["runs"]:
         lines.append(f"- Run {run['date']}: `{run['command']}` ({len(run['problems'])} problems)")
     noise = [r["noise"] for r in document["problems"] if r.get("noise") is not None]

@@ -4,7 +4,8 @@
 
 Prints one JSON object: configurations screened and fully evaluated, elapsed seconds,
 screened per minute of screening, the best's depth and its speedups, the first template's,
-and each screening's log line.
+each screening's log line, and every screened configuration's parameters and time (the rows
+a measured default table is built from), fastest first.
 """
 
 from __future__ import annotations
@@ -39,8 +40,27 @@ def summary(tree: list[dict], outcome: dict, log_lines: list[str]) -> dict:
         "baselines_ms": {k[:-3]: v for k, v in (outcome.get("baselines") or {}).items()
                          if k.endswith("_ms")},
         "screenings": screenings,
+        "screened_table": screened_table(tree),
         "log": [line for line in log_lines if line.strip() and not line.startswith("[")][-40:],
     }
+
+
+def screened_table(tree: list[dict]) -> list[dict]:
+    """Each screened configuration (finalists too): its parent, move, parameters, screening
+    time or why it failed, and the full evaluation's status where it had one."""
+    rows = []
+    for n in tree:
+        origin = n.get("origin") or {}
+        screen = origin.get("screen") or {}
+        if not screen or screen.get("skipped"):
+            continue
+        rows.append({"id": n["id"], "parent_id": n.get("parent_id"),
+                     "transformation": origin.get("transformation"),
+                     "params": origin.get("params"), "screen_ms": screen.get("median_ms"),
+                     "passed": screen.get("passed"),
+                     "reason": None if screen.get("passed") else (screen.get("reason") or "")[:160],
+                     "status": n.get("status")})
+    return sorted(rows, key=lambda r: (r["screen_ms"] is None, r["screen_ms"] or 0.0))
 
 
 def _brief(node: dict | None) -> dict | None:

@@ -121,3 +121,31 @@ def test_an_unknown_scale_is_refused_by_the_parser(capsys):
         main(["run", "--scale", "huge"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'huge'" in capsys.readouterr().err
+
+
+# The H200's measured ceilings (suite run of 2026-12-04): fp32 SIMT 51 TFLOP/s, tf32 360.
+H200_CEILINGS = {"copy_gbs": 4222.0,
+                 "matmul_tflops": {"float32": 51.11, "tf32": 360.2, "bfloat16": 729.0}}
+CONV_FLOPS, CONV_BYTES = 299_649_466_368, 1_577_615_872  # Conv2d + InstanceNorm, official
+
+
+def test_a_strict_convolutions_floor_is_at_the_tf32x3_rate_not_the_simt_rate():
+    from benchmarks.results import compute_peak, floor_ms
+
+    floor = floor_ms(CONV_BYTES, CONV_FLOPS, "float32", "strict", H200_CEILINGS)
+    assert floor == pytest.approx(CONV_FLOPS / (360.2 / 3 * 1e12) * 1e3, rel=1e-3)  # 2.50 ms
+    assert compute_peak("fp32", H200_CEILINGS) == (pytest.approx(120.07, rel=1e-3), "tf32x3")
+    # with no tf32 rate measured, the SIMT rate is all there is
+    simt = {"copy_gbs": 4222.0, "matmul_tflops": {"float32": 51.11}}
+    assert floor_ms(CONV_BYTES, CONV_FLOPS, "float32", "strict", simt) == pytest.approx(
+        CONV_FLOPS / 51.11e12 * 1e3, rel=1e-3)
+
+
+def test_the_tf32_policy_floor_uses_the_tf32_rate_and_memory_bound_work_the_copy_rate():
+    from benchmarks.results import floor_ms
+
+    tf32 = floor_ms(CONV_BYTES, CONV_FLOPS, "float32", "tf32", H200_CEILINGS)
+    assert tf32 == pytest.approx(CONV_FLOPS / 360.2e12 * 1e3, rel=1e-3)
+    softmax_bytes = 2 * 4096 * 393216 * 4
+    assert floor_ms(softmax_bytes, 0, "float32", "strict", H200_CEILINGS) == pytest.approx(
+        softmax_bytes / 4222e9 * 1e3, rel=1e-3)

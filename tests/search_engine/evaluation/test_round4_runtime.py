@@ -72,6 +72,18 @@ def test_honest_unusual_kernels_stay_correct(run_eval, name, problem_name):
     assert "runtime.torch_compute" not in flags(r)
 
 
+@pytest.mark.parametrize("chunk", [8, 16])
+def test_the_autotuned_fixture_is_correct_whichever_configuration_wins(run_eval, chunk):
+    """The H200's autotuner picked CHUNK 16 where the interpreter's picked 8, and the
+    fixture then read its scratch rows at the wrong stride: each configuration alone."""
+    source = (ROUND4 / "runtime_fp_two_stage_autotune.py").read_text()
+    both = 'configs=[triton.Config({"CHUNK": 8}), triton.Config({"CHUNK": 16})]'
+    assert both in source
+    one = source.replace(both, f'configs=[triton.Config({{"CHUNK": {chunk}}})]')
+    r = run_eval(one, problem=problem("softmax"))
+    assert r.status == "correct", (chunk, r.status, r.message, flags(r))
+
+
 class _Handle:
     def __init__(self, data):
         self.data = data

@@ -24,8 +24,10 @@ EAGER_MS = 2.0
 
 
 def modelled_ms(params: dict) -> float:
-    passes = {"online": 1.0, "split": 1.0, "looped": 1.3, "single": 1.0}[params["variant"]]
-    chunk = {256: 0.6, 512: 0.7, 1024: 0.8, 2048: 0.9, 4096: 1.0, 8192: 1.1}[params["BLOCK_R"]]
+    passes = {"online": 1.0, "split": 1.0, "looped": 1.3, "single": 1.0,
+              "coop": 1.0}[params["variant"]]
+    chunk = {256: 0.6, 512: 0.7, 1024: 0.8, 2048: 0.9, 4096: 1.0, 8192: 1.1,
+             16384: 1.2}[params["BLOCK_R"]]
     warps = {1: 0.7, 2: 0.8, 4: 0.9, 8: 1.0, 16: 1.1}[params["num_warps"]]
     return round(passes * chunk * warps * (1.0 + 0.2 * (params["ROWS"] - 1)), 6)
 

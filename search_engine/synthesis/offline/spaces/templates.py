@@ -16,11 +16,11 @@ from typing import Any, Callable
 
 import torch
 
-from search_engine.synthesis.offline.frontend.ir import Analysis
+from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import matmul_dims
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
-from search_engine.synthesis.offline.writers import codegen, matmul, rows
+from search_engine.synthesis.offline.writers import codegen, matmul, rows, rows_coop
 from search_engine.synthesis.offline.writers.fused import render  # noqa: F401 (their writer)
 
 SPACES: dict[str, dict[str, list]] = {
@@ -33,7 +33,13 @@ SPACES: dict[str, dict[str, list]] = {
                "num_stages": [1, 2, 3, 4, 5], "SPLIT_K": [1, 2, 4, 8]},
 }
 MAX_SINGLE_ROW_ELEMENTS = 16384  # ROWS * BLOCK_R kept in registers by the single variant
-ROW_VARIANTS = ["single", "looped", "online", "split"]
+ROW_VARIANTS = ["single", "looped", "online", "split"]  # random draws; `coop` only by move
+# coop rows (writers/rows_coop.py): a row's segments stay in registers across the passes and
+# the next row's are prefetched; the segment and warps of the single-read softmax experiment
+# (benchmarks/coop_rows.py, H200 2026-12-02: 8192 x 4 warps, 4.21 ms against compile's 4.67)
+COOP_BLOCK_R, COOP_WARPS = 8192, 4
+COOP_BLOCK_RANGE = (1024, 16384)
+COOP_REGISTER_BUDGET = 200  # fp32 values a thread may hold before its tiles spill
 PROGRAMS_PER_SM = 4  # split rows: enough programs to fill every SM a few times
 # split rows: short segments (many programs, several waves, no straggler SM) that still
 # amortise the partials; 2048-element chunks over 8 warps are two 16-byte loads per thread
@@ -158,6 +164,12 @@ def clamp(an: Analysis, params: dict[str, Any]) -> dict[str, Any]:
         while p[prefix + "ROWS"] > 1 and \
                 p[prefix + "ROWS"] * p[prefix + "BLOCK_R"] > MAX_SINGLE_ROW_ELEMENTS:
             p[prefix + "ROWS"] //= 2  # the streaming variants hold ROWS x BLOCK_R too
+        if p.get(prefix + "variant") == "coop":
+            lo, hi = COOP_BLOCK_RANGE
+            p[prefix + "ROWS"] = 1
+            p[prefix + "BLOCK_R"] = max(lo, min(hi, p[prefix + "BLOCK_R"],
+                                            codegen.next_pow2(length)))
+            p[prefix + "SPLIT"] = -(-length // p[prefix + "BLOCK_R"])
         if p.get(prefix + "variant") == "split":
             p[prefix + "ROWS"] = 1
             p[prefix + "SPLIT"] = max(1, min(p.get(prefix + "SPLIT", 1),
@@ -175,6 +187,9 @@ def valid(an: Analysis, params: dict[str, Any]) -> bool:
             return False
         if variant == "split" and (prefix or not rows.splittable(tail)):
             return False
+        if variant == "coop" and (prefix or row_length(tail) <= MAX_SINGLE_ROW_ELEMENTS
+                                  or not rows_coop.coop_applies(tail)):
+            return False  # a row that fits one program's registers is read once already
     if an.family == "matmul" and params.get("TMA") and not matmul.tma_eligible(an):
         return False
     if an.family == "matmul" and params.get("B_KMAJOR") and not matmul.b_kmajor_applies(an):
@@ -235,6 +250,8 @@ MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
         "to_looped": _set("variant", "looped"), "to_single": _set("variant", "single"),
         "to_online": _set("variant", "online"),
         "to_split": _set("variant", "split"),
+        "to_coop": lambda p: None if p.get("variant") == "coop" else {
+            **p, "variant": "coop", "BLOCK_R": COOP_BLOCK_R, "num_warps": COOP_WARPS},
         "split_up": _step("SPLIT", 1, "rows"), "split_down": _step("SPLIT", -1, "rows"),
     },
     "matmul": {
@@ -265,9 +282,9 @@ MOVES_BY_DIAGNOSIS = {
     "failure": ["dot_ieee", "tma_off", "block_down", "warps_down", "rows_down", "to_looped",
                 "chunk_down", "tile_m_down", "tile_n_down", "tile_k_down", "stages_down",
                 "split_k_down", "tail_to_looped"],
-    # memory-bound: fewer passes over memory first (online, whole row in registers), then
-    # more bytes in flight per program
-    "memory": ["to_online", "to_single", "to_split", "block_up", "rows_up", "chunk_up",
+    # memory-bound: fewer passes over memory first (online, a long row read once by
+    # cooperating programs, whole row in registers), then more bytes in flight per program
+    "memory": ["to_online", "to_coop", "to_single", "to_split", "block_up", "rows_up", "chunk_up",
                "warps_up", "split_up", "split_down",
                "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tail_to_online",
                "tail_rows_up"],
@@ -284,6 +301,9 @@ MOVE_REASONS = {
                  "reductions in one pass: fewer passes over HBM",
     "to_single": "the whole row in registers: one read and one write",
     "to_looped": "stream the row in chunks: fewer registers, no spills",
+    "to_coop": "a long row read once: its segments stay in registers while the programs "
+               "of the row exchange partial results, and the next row's are loaded during "
+               "the wait (one read and one write, where online and split read twice)",
     "to_split": "split each row over several programs: enough programs for every SM when "
                 "rows are few and long",
     "split_up": "more programs per row: more SMs busy",
@@ -392,12 +412,31 @@ def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -
 
 
 def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
-    """Why this configuration cannot run on `target` (shared memory, registers), or ''."""
+    """Why this configuration cannot run on `target` (shared memory, registers, programs
+    that must run at once), or ''."""
+    if an.family == "rows" and params.get("variant") == "coop":
+        return (rows_coop.coop_resource_problem(target, params)
+                or _coop_register_problem(an, params))
     if an.family != "matmul":
         return ""
     return resources.dot_resource_problem(params, _operand_bytes(an),
                                           target.shared_memory_per_block_bytes,
                                           target.max_registers_per_thread)
+
+
+def _coop_register_problem(an: Analysis, params: dict[str, Any]) -> str:
+    """A coop program holds each full-size operand's segment twice (this row's and the
+    prefetched next row's) and a tile of what it reduces: too many values per thread spill
+    to local memory, which costs more than the read they save."""
+    shape = tuple(an.row_shape)
+    full = sum(1 for n in an.nodes.values()
+               if n.op in LEAVES and tuple(n.shape) == shape)
+    per_thread = params["BLOCK_R"] // (32 * params["num_warps"])
+    held = per_thread * (2 * full + 1)
+    if held <= COOP_REGISTER_BUDGET:
+        return ""
+    return (f"coop segments of {params['BLOCK_R']} over {params['num_warps']} warps hold "
+            f"about {held} values a thread (budget {COOP_REGISTER_BUDGET}): they would spill")
 
 
 def _operand_bytes(an: Analysis) -> int:

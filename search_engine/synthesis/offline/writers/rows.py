@@ -13,7 +13,9 @@ results to a small fp32 workspace, the next kernel combines them and goes on. It
 per-lane accumulators and reduce once after the loop (no block-wide reduction per chunk, so
 loads stay in flight); a mean and variance pair keeps per-lane sums shifted by the lane's
 first value, exact enough in fp32 for rows of millions, merged over lanes and programs with
-Chan's formula. Broadcast operands spanning the whole row (LayerNorm's weight and bias) are
+Chan's formula. ``coop`` (`rows_coop.py`, GPU only) shares a row between co-resident
+programs of ONE persistent kernel that keep their segments in registers and exchange
+partials through the workspace and a per-row counter: one read, one write. Broadcast operands spanning the whole row (LayerNorm's weight and bias) are
 read at the row's flat index, so they load as contiguous vectors.
 
 Strided rows (a reduction over a middle dim, e.g. RMSNorm over channels) take many
@@ -22,7 +24,8 @@ neighbouring rows per program, addressed so their loads coalesce.
 The writer (`RowsWriter`) is split by responsibility: this module holds a row's geometry,
 coordinates and loads, the ``single``/``looped``/``online`` kernels and the entry points;
 `rows_passes.py` groups reductions into passes and writes each pass's loop,
-`rows_split.py` the ``split`` variant's kernels, `rows_accumulators.py` the accumulator code.
+`rows_split.py` the ``split`` variant's kernels, `rows_coop.py` the ``coop`` kernel,
+`rows_accumulators.py` the accumulator code.
 """
 
 from __future__ import annotations
@@ -36,11 +39,12 @@ from search_engine.synthesis.offline.writers.codegen import (
     Kernel, an_extra_leaves, leaf_kind, operand, pointwise, unravel, varying_dims,
 )
 from search_engine.synthesis.offline.writers.rows_accumulators import reduce_block
+from search_engine.synthesis.offline.writers.rows_coop import CoopGroups, CoopRows
 from search_engine.synthesis.offline.writers.rows_passes import ReductionPasses
 from search_engine.synthesis.offline.writers.rows_split import SplitRows
 
 
-class RowsWriter(ReductionPasses, SplitRows):
+class RowsWriter(ReductionPasses, SplitRows, CoopRows):
     """Writes one rows kernel for the nodes `ids` of `an` (reductions over `an.reduce_dims`)."""
 
     def __init__(self, an: Analysis, ids: list[int], out_id: int, name: str, params: dict):
@@ -50,7 +54,7 @@ class RowsWriter(ReductionPasses, SplitRows):
         self.d0, self.d1 = an.reduce_dims[0], an.reduce_dims[-1]
         self.leaves = [i for i in ids if self.nodes[i].op in LEAVES or i in an_extra_leaves(an)]
         self.level = self._levels()
-        self.split = params.get("variant") == "split"
+        self.split = params.get("variant") in ("split", "coop")  # rows over programs
 
     def _levels(self) -> dict[int, str]:
         level = {}
@@ -281,5 +285,8 @@ def render(an: Analysis, params, name=ROWS_KERNEL, out_var="kh_out",
                   f"dtype={dtype or an.output_dtype})")
     if p["variant"] == "split":
         return writer.split_kernels(), writer.split_launch(out_var, prefix) + [
+            f"return {out_var}"]
+    if p["variant"] == "coop":
+        return [writer.coop_kernel(), CoopGroups()], writer.coop_launch(out_var, prefix) + [
             f"return {out_var}"]
     return [writer.kernel()], writer.launch(out_var, prefix) + [f"return {out_var}"]

@@ -111,10 +111,14 @@ class SplitRows:
                 op = self.nodes[i].op
                 put(i, "v", f"tl.{op}(acc{i})")
 
-    def _combine_partials(self, b, group, slots, names) -> None:
+    def _combine_partials(self, b, group, slots, names, volatile: bool = False) -> None:
+        """The group's results from every program's partials; `volatile` when siblings of
+        the same kernel wrote them (the coop variant: no stale cached copy may be read)."""
+        fresh = "volatile=True, " if volatile else ""
+
         def get(i, field_name, fill="0.0"):
             return (f"tl.load(ws_row + {slots[(i, field_name)]} * n_rows * SPLIT, mask=pm, "
-                    f"other={fill})")
+                    f"{fresh}other={fill})")
         paired = self._group_pairs(group)
         for i, kind, p in paired.leaders(group):
             if kind == "online":

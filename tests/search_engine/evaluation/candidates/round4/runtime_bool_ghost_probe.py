@@ -23,7 +23,7 @@ class ModelNew(nn.Module):
         self.op = torch.softmax
 
     def forward(self, x):
-        flag = torch.zeros(1, dtype=torch.int32)
+        flag = torch.zeros(1, dtype=torch.int32, device=x.device)
         scratch = torch.empty_like(x)
         n = x.numel()
         probe_kernel[(triton.cdiv(n, 1024),)](x, scratch, flag, n, BLOCK=1024)

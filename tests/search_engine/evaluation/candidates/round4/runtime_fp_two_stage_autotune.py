@@ -33,13 +33,14 @@ def stats_kernel(x_ptr, pm_ptr, ps_ptr, n_cols, n_chunks, CHUNK: tl.constexpr):
 
 @triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"])})
 @triton.jit
-def normalize_kernel(x_ptr, pm_ptr, ps_ptr, y_ptr, n_cols, n_chunks, BLOCK: tl.constexpr):
+def normalize_kernel(x_ptr, pm_ptr, ps_ptr, y_ptr, n_cols, row_stride, n_chunks,
+                     BLOCK: tl.constexpr):
     row = tl.program_id(0)
-    m = tl.load(pm_ptr + row * n_chunks)
-    s = tl.load(ps_ptr + row * n_chunks)
+    m = tl.load(pm_ptr + row * row_stride)
+    s = tl.load(ps_ptr + row * row_stride)
     for c in range(1, n_chunks):
-        m, s = _combine(m, s, tl.load(pm_ptr + row * n_chunks + c),
-                        tl.load(ps_ptr + row * n_chunks + c))
+        m, s = _combine(m, s, tl.load(pm_ptr + row * row_stride + c),
+                        tl.load(ps_ptr + row * row_stride + c))
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
@@ -59,7 +60,7 @@ class ModelNew(nn.Module):
             return (rows, triton.cdiv(n, meta["CHUNK"]))
 
         stats_kernel[grid](x, pm, ps, n, max_chunks)
-        # chunks a larger CHUNK did not fill keep (-inf, 0): neutral in the combine
+        # the scratch rows are max_chunks long whichever CHUNK won; only `used` are written
         used = triton.cdiv(n, stats_kernel.best_config.kwargs["CHUNK"])
-        normalize_kernel[(rows,)](x, pm, ps, y, n, max_chunks if used == max_chunks else used)
+        normalize_kernel[(rows,)](x, pm, ps, y, n, max_chunks, used)
         return y
