@@ -73,16 +73,23 @@ def floor_ms(min_bytes: int, min_flops: int, dtype: str, precision: str,
              ceilings: dict) -> float | None:
     """The least time this machine allows: bytes at copy bandwidth or FLOPs at the fastest
     matmul rate the precision accepts (`compute_peak`)."""
+    return _floor(min_bytes, min_flops, dtype, precision, ceilings)[0]
+
+
+def _floor(min_bytes: int, min_flops: int, dtype: str, precision: str,
+           ceilings: dict) -> tuple[float | None, str]:
+    """(floor ms or None without a copy rate, what bounds it: "memory" or the matmul
+    arithmetic whose rate does)."""
     from search_engine.evaluation.tolerances import precision_class
 
     bandwidth = ceilings.get("copy_gbs") or 0
-    peak, _ = compute_peak(precision_class(precision, dtype), ceilings)
+    peak, arithmetic = compute_peak(precision_class(precision, dtype), ceilings)
+    memory_s = min_bytes / (bandwidth * 1e9) if bandwidth else 0.0
+    compute_s = min_flops / (peak * 1e12) if min_flops and peak else 0.0
+    bound = arithmetic if compute_s > memory_s else "memory"
     if not bandwidth:
-        return None
-    seconds = min_bytes / (bandwidth * 1e9)
-    if min_flops and peak:
-        seconds = max(seconds, min_flops / (peak * 1e12))
-    return _round(seconds * 1e3)
+        return None, bound
+    return _round(max(memory_s, compute_s) * 1e3), bound
 
 
 def compute_peak(klass: str, ceilings: dict) -> tuple[float | None, str]:
@@ -101,33 +108,20 @@ def compute_peak(klass: str, ceilings: dict) -> tuple[float | None, str]:
     return known[best], best
 
 
-def _floor_arithmetic(problem, precision: str, ceilings: dict) -> str:
-    """What bounds the floor: "memory", or the matmul arithmetic whose rate does."""
-    from search_engine.evaluation.tolerances import precision_class
-
-    peak, arithmetic = compute_peak(precision_class(precision, problem.dtype), ceilings)
-    bandwidth = ceilings.get("copy_gbs") or 0
-    if not (problem.min_flops and peak) or (
-            bandwidth and problem.min_bytes / (bandwidth * 1e9)
-            >= problem.min_flops / (peak * 1e12)):
-        return "memory"
-    return arithmetic
-
-
 def problem_row(problem, precision: str, found: dict, measured: dict, run: dict) -> dict:
     """One problem's row: the contract's fields first, then what explains them."""
     best = found.get("best") or {}
     eager, compiled = measured.get("eager_ms"), measured.get("compile_ms")
     best_ms = measured.get("best_ms")
-    floor = floor_ms(problem.min_bytes, problem.min_flops, problem.dtype, precision,
-                     run["ceilings"])
+    floor, bound = _floor(problem.min_bytes, problem.min_flops, problem.dtype, precision,
+                          run["ceilings"])
     return {
         "name": problem.name, "family": problem.family, "dtype": problem.dtype,
         "covered": found["covered"], "eager_ms": _round(eager), "compile_ms": _round(compiled),
         "best_ms": _round(best_ms), "speedup_vs_eager": _ratio(eager, best_ms),
         "speedup_vs_compile": _ratio(compiled, best_ms), "floor_ms": floor,
         "pct_of_floor": _percent(floor, best_ms),
-        "floor_arithmetic": _floor_arithmetic(problem, precision, run["ceilings"]),
+        "floor_arithmetic": bound,
         "evaluations": found.get("evaluations", 0),
         "search_seconds": found.get("seconds"), "best_status": best_status(found, measured),
         "precision": precision, "compile_seconds": measured.get("compile_seconds"),

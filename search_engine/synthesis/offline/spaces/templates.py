@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
+from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import matmul_dims
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
@@ -284,8 +284,8 @@ MOVES_BY_DIAGNOSIS = {
                 "split_k_down", "tail_to_looped"],
     # memory-bound: fewer passes over memory first (online, a long row read once by
     # cooperating programs, whole row in registers), then more bytes in flight per program
-    "memory": ["to_online", "to_coop", "to_single", "to_split", "block_up", "rows_up", "chunk_up",
-               "warps_up", "split_up", "split_down",
+    "memory": ["to_online", "to_coop", "to_single", "to_split", "block_up", "rows_up",
+               "chunk_up", "warps_up", "split_up", "split_down",
                "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tail_to_online",
                "tail_rows_up"],
     "compute": ["dot_tf32x3", "b_kmajor", "to_tma", "tile_m_up", "tile_n_up", "stages_up", "tf32", "warps_up",
@@ -428,11 +428,8 @@ def _coop_register_problem(an: Analysis, params: dict[str, Any]) -> str:
     """A coop program holds each full-size operand's segment twice (this row's and the
     prefetched next row's) and a tile of what it reduces: too many values per thread spill
     to local memory, which costs more than the read they save."""
-    shape = tuple(an.row_shape)
-    full = sum(1 for n in an.nodes.values()
-               if n.op in LEAVES and tuple(n.shape) == shape)
     per_thread = params["BLOCK_R"] // (32 * params["num_warps"])
-    held = per_thread * (2 * full + 1)
+    held = per_thread * (2 * rows_coop.full_operands(an) + 1)
     if held <= COOP_REGISTER_BUDGET:
         return ""
     return (f"coop segments of {params['BLOCK_R']} over {params['num_warps']} warps hold "

@@ -15,8 +15,9 @@ loads stay in flight); a mean and variance pair keeps per-lane sums shifted by t
 first value, exact enough in fp32 for rows of millions, merged over lanes and programs with
 Chan's formula. ``coop`` (`rows_coop.py`, GPU only) shares a row between co-resident
 programs of ONE persistent kernel that keep their segments in registers and exchange
-partials through the workspace and a per-row counter: one read, one write. Broadcast operands spanning the whole row (LayerNorm's weight and bias) are
-read at the row's flat index, so they load as contiguous vectors.
+partials through the workspace and a per-row counter: one read, one write. Broadcast
+operands spanning the whole row (LayerNorm's weight and bias) are read at the row's flat
+index, so they load as contiguous vectors.
 
 Strided rows (a reduction over a middle dim, e.g. RMSNorm over channels) take many
 neighbouring rows per program, addressed so their loads coalesce.
@@ -153,11 +154,11 @@ class RowsWriter(ReductionPasses, SplitRows, CoopRows):
         return [line.replace(f"{which}_c", f"{which}_c_") for line in lines] + [
             f"c{d} = {which}_c_{j}" for j, d in enumerate(dims)]
 
-    def _load(self, i: int, cols: str, mask: str) -> str:
+    def _load(self, i: int, cols: str, mask: str, base: str = "base") -> str:
         node = self.nodes[i]
         kind = leaf_kind(node.shape, self.shape)
         if kind == "full":
-            return f"tl.load(in{i}_ptr + base + {cols} * INNER, mask={mask}, other=0.0)" \
+            return f"tl.load(in{i}_ptr + {base} + {cols} * INNER, mask={mask}, other=0.0)" \
                    ".to(tl.float32)"
         if kind == "scalar":
             return f"tl.load(in{i}_ptr).to(tl.float32)"

@@ -39,14 +39,23 @@ def coop_applies(an) -> bool:
             n.op in ("argmax", "argmin") for n in an.nodes.values()):
         return False
     reduced = [d for d in range(first, last + 1) if shape[d] != 1]
-    for i, node in an.nodes.items():
-        if node.op not in LEAVES and i not in an_extra_leaves(an):
-            continue
+    for node in _operands(an):
         kind = leaf_kind(node.shape, shape)
         if kind not in COOP_LEAF_KINDS and not (
                 kind == "bcast" and varying_dims(node.shape, shape) == reduced):
             return False
     return True
+
+
+def _operands(an):
+    """The nodes the rows writer loads (`RowsWriter.leaves`)."""
+    return [n for i, n in an.nodes.items() if n.op in LEAVES or i in an_extra_leaves(an)]
+
+
+def full_operands(an) -> int:
+    """Operands of the rows' own shape: a coop program holds two segments of each."""
+    shape = tuple(an.row_shape)
+    return sum(1 for n in _operands(an) if leaf_kind(n.shape, shape) == "full")
 
 
 class CoopRows:
@@ -81,8 +90,8 @@ class CoopRows:
             names[i] = f"x{i}"
         b.append("for row_id in range(group, n_rows, n_groups):")
         body = ["rows = row_id + tl.arange(0, ROWS)[:, None]", "row_mask = rows < n_rows",
-                f"base = rows{wide} * R", "ws_row = ws_ptr + row_id * SPLIT + pp"]
-        body.append("mask = row_mask & (cols < seg_hi)")
+                f"base = rows{wide} * R", "ws_row = ws_ptr + row_id * SPLIT + pp",
+                "mask = row_mask & (cols < seg_hi)"]
         row_names = dict(names)
         for g, group in enumerate(groups):
             self._emit_row_deps(body, group, row_names)
@@ -137,8 +146,7 @@ class CoopRows:
         lines = ["next_rows = rows + n_groups", f"next_base = next_rows{wide} * R",
                  "next_mask = (next_rows < n_rows) & (cols < seg_hi)"]
         for i in full:
-            load = self._load(i, "cols", "next_mask").replace(" + base + ", " + next_base + ")
-            lines.append(f"nx{i} = {load}")
+            lines.append(f"nx{i} = {self._load(i, 'cols', 'next_mask', 'next_base')}")
         return lines
 
     @staticmethod
