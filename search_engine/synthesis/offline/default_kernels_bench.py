@@ -71,6 +71,28 @@ PROBLEMS = {
                              "(x + 0.044715 * torch.pow(x, 3.0))))",
                              "torch.randn(8192, 8192)"),
                     2 * 8192 * 8192 * 4, "bytes"),
+    # the rest of the memory-bound group (issue 31) at KernelBench-like official shapes
+    "softplus": (_problem("torch.nn.functional.softplus(x)", "torch.randn(4096, 393216)"),
+                 2 * 4096 * 393216 * 4, "bytes"),
+    "frobenius": (_problem("x / torch.norm(x, p='fro')", "torch.randn(112, 64, 512, 512)"),
+                  2 * 112 * 64 * 512 * 512 * 4, "bytes"),
+    "sum_dim": (_problem("torch.sum(x, dim=1, keepdim=True)", "torch.randn(128, 4096, 4095)"),
+                (128 * 4096 * 4095 + 128 * 4095) * 4, "bytes"),
+    "mse": (_problem("torch.mean((a - b) ** 2)",
+                     "torch.rand(32768, 32768), torch.rand(32768, 32768)", args="a, b"),
+            2 * 32768 * 32768 * 4, "bytes"),
+    "cross_entropy": (_problem("torch.nn.functional.cross_entropy(x, t)",
+                               "torch.randn(32768, 4096), torch.randint(0, 4096, (32768,))",
+                               args="x, t"), 32768 * 4096 * 4 + 32768 * 8, "bytes"),
+    "max_pool2d": (_problem("self.pool(x)", "torch.randn(32, 64, 512, 512)",
+                            "self.pool = nn.MaxPool2d(4, stride=2, padding=1)"),
+                   32 * 64 * (512 * 512 + 256 * 256) * 4, "bytes"),
+    "avg_pool1d": (_problem("self.pool(x)", "torch.randn(64, 128, 65536)",
+                            "self.pool = nn.AvgPool1d(8, stride=1, padding=4)"),
+                   64 * 128 * (65536 + 65537) * 4, "bytes"),
+    "avg_pool2d": (_problem("self.pool(x)", "torch.randn(16, 64, 2048, 2048)",
+                            "self.pool = nn.AvgPool2d(11)"),
+                   16 * 64 * (2048 * 2048 + 186 * 186) * 4, "bytes"),
     "matmul": (_problem("torch.matmul(a, b)", "torch.randn(4096, 4096), torch.randn(4096, 4096)",
                         args="a, b"), 2 * 4096 ** 3, "flops"),
     "gemm_bias_relu": (_problem("torch.relu(self.gemm(x) + self.bias)",
@@ -139,21 +161,43 @@ CONVS = ("conv2d_3x3", "conv2d_dilated", "conv3d_relu", "conv_transpose2d", "con
 TF32_NEIGHBOURS = {"matmul": TF32_GEMM_NEIGHBOURS, "gemm_bias_relu": TF32_GEMM_NEIGHBOURS,
                    **{name: TF32_CONV_NEIGHBOURS for name in CONVS}}
 
+# the rows family's one-read variant (GPU only): segment length and warps per program
+COOP_NEIGHBOURS = {"online_4096_8w": {"variant": "online", "BLOCK_R": 4096, "num_warps": 8},
+                   "coop_8192_4w": {"variant": "coop", "BLOCK_R": 8192, "num_warps": 4},
+                   "coop_4096_4w": {"variant": "coop", "BLOCK_R": 4096, "num_warps": 4},
+                   "coop_16384_8w": {"variant": "coop", "BLOCK_R": 16384, "num_warps": 8},
+                   "coop_16384_16w": {"variant": "coop", "BLOCK_R": 16384, "num_warps": 16}}
+
+POOL_NEIGHBOURS = {"flat": {"POOL_TILE": 0}, "tile": {"POOL_TILE": 1},
+                   "flat_128": {"POOL_TILE": 0, "BLOCK": 128},
+                   "tile_8w": {"POOL_TILE": 1, "num_warps": 8},
+                   "tile_2048_8w": {"POOL_TILE": 1, "BLOCK": 2048, "num_warps": 8}}
+
 # neighbours of each default worth timing beside it (overlays on the default parameters)
 NEIGHBOURS = {
     "softmax": {"looped": {"variant": "looped"}, "online_8192_16w": {"BLOCK_R": 8192,
                                                                     "num_warps": 16},
-                "online_2048_4w": {"BLOCK_R": 2048, "num_warps": 4}},
-    "log_softmax": {"looped": {"variant": "looped"}},
-    "layernorm": {"split128": {"SPLIT": 128}, "split32": {"SPLIT": 32},
+                "online_2048_4w": {"BLOCK_R": 2048, "num_warps": 4}, **COOP_NEIGHBOURS},
+    "log_softmax": {"looped": {"variant": "looped"}, **COOP_NEIGHBOURS},
+    "layernorm": {**COOP_NEIGHBOURS, "split128": {"SPLIT": 128}, "split32": {"SPLIT": 32},
                   "split512": {"SPLIT": 512}, "warps4": {"num_warps": 4},
                   "chunk4096_split64": {"BLOCK_R": 4096, "SPLIT": 64},
                   "online_unsplit": {"variant": "online", "SPLIT": 1}},
-    "rmsnorm_wide": {"split128": {"SPLIT": 128}, "split512": {"SPLIT": 512}},
+    "rmsnorm_wide": {"split128": {"SPLIT": 128}, "split512": {"SPLIT": 512}, **COOP_NEIGHBOURS},
     "rmsnorm": {"rows128": {"ROWS": 128}, "rows64_4w": {"ROWS": 64, "num_warps": 4},
                 "rows16": {"ROWS": 16}},
     "gelu_mingpt": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
                     "block4096_8w": {"BLOCK": 4096, "num_warps": 8}},
+    "softplus": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
+                 "block4096_8w": {"BLOCK": 4096, "num_warps": 8}},
+    "sum_dim": {"block1024": {"BLOCK_R": 1024}, "rows1": {"ROWS": 1},
+                "looped_rows64_r256": {"variant": "looped", "ROWS": 64, "BLOCK_R": 256},
+                "looped_rows256_r64": {"variant": "looped", "ROWS": 256, "BLOCK_R": 64}},
+    "mse": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},
+    "frobenius": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},
+    "cross_entropy": {"block_r1024": {"BLOCK_R": 1024}, "block_r4096_8w": {"BLOCK_R": 4096,
+                                                                            "num_warps": 8}},
+    **{name: POOL_NEIGHBOURS for name in ("max_pool2d", "avg_pool1d", "avg_pool2d")},
     "matmul": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
@@ -237,7 +281,8 @@ def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dic
     row = {"name": name, "work": entry["work"], "unit": entry["unit"], "policy": policy,
            "kernels": {}}
     with torch.no_grad():
-        ref = model.double()(*[x.double() for x in inputs])
+        # integer inputs (class labels) stay integers in the float64 reference
+        ref = model.double()(*[x.double() if x.is_floating_point() else x for x in inputs])
         model.float()
         eager_out = model(*inputs)
         row["eager_rel_error"] = _rel_error(eager_out, ref)
@@ -267,6 +312,17 @@ def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dic
     return row
 
 
+def _copy_bandwidth() -> float:
+    """GB/s of a device-to-device copy of 1 GiB (read + write), the memory-bound floor."""
+    import torch
+
+    src = torch.empty(1 << 28, device="cuda")
+    dst = torch.empty_like(src)
+    ms = _bench(lambda: dst.copy_(src))
+    del src, dst
+    return 2 * (1 << 30) / (ms * 1e-3) / 1e9
+
+
 def _print_row(row: dict) -> None:
     unit = row["unit"]
 
@@ -284,9 +340,12 @@ def _print_row(row: dict) -> None:
             print(f"   {label_k:18s} FAILED {rec.get('error', '')}")
             continue
         vs_compile = f"  x{compile_ms / rec['ms']:.2f} vs compile" if compile_ms else ""
-        print(f"   {label_k:18s} {rec['ms']:.3f} ms  {rate(rec['ms']):7.0f} {label}  "
+        of_copy = (f" ({rate(rec['ms']) / row['copy_gbs']:.2f} of copy)"
+                   if unit == "bytes" and row.get("copy_gbs") else "")
+        print(f"   {label_k:18s} {rec['ms']:.3f} ms  {rate(rec['ms']):7.0f} {label}{of_copy}  "
               f"x{row['eager_ms'] / rec['ms']:.2f} vs eager{vs_compile}  "
-              f"rel err {rec['rel_error']:.1e} {'ok' if rec['correct'] else 'WRONG'}")
+              f"rel err {rec['rel_error']:.1e} {'ok' if rec['correct'] else 'WRONG'}",
+              flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,16 +371,25 @@ def main(argv: list[str] | None = None) -> int:
     import triton
 
     data = json.loads(args.kernels.read_text())
-    names = [n for n in data if not args.only or n in args.only.split(",")]
+    # in --only's order, so a run cut by its time limit has timed what was asked first
+    names = [n for n in args.only.split(",") if n in data] if args.only else list(data)
+    copy_gbs = _copy_bandwidth()
+    print(f"{torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}"
+          f", copy {copy_gbs:.0f} GB/s", flush=True)
     rows = []
-    print(f"{torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            row = time_problem(name, data[name], Path(tmp), not args.no_compile)
+            try:
+                row = time_problem(name, data[name], Path(tmp), not args.no_compile)
+            except Exception as exc:  # a problem whose baseline fails must not end the run
+                print(f"\n== {name}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            row["copy_gbs"] = copy_gbs
             _print_row(row)
             rows.append(row)
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
+            if args.out:  # after every problem: a cut run keeps what it measured
+                args.out.write_text(json.dumps(rows, indent=1))
     return 0
 
 

@@ -79,10 +79,22 @@ def _long_softmax():
     return traced_analysis(LONG_SOFTMAX)
 
 
+def test_a_long_row_is_coop_by_default_on_a_gpu_and_online_on_the_interpreter():
+    an = _long_softmax()
+    gpu = templates.default_params(an, "h200", "strict")
+    assert gpu["variant"] == "coop" and gpu["SPLIT"] == 3
+    assert templates.resource_problem(an, gpu, get_target("h200")) == ""
+    assert templates.default_params(an, "interpreter", "strict")["variant"] == "online"
+    # where the coop segments would spill (two full operands held twice), it stays online
+    two = traced_analysis(problem("", "torch.softmax(x + y, dim=1)",
+                                  "torch.randn(600, 20000), torch.randn(600, 20000)", "x, y"))
+    assert templates.default_params(two, "h200", "strict")["variant"] == "online"
+
+
 def test_a_long_row_moves_to_coop_on_a_gpu_and_is_pruned_on_the_interpreter():
     an = _long_softmax()
-    parent = templates.default_params(an, "h200", "strict")
-    assert parent["variant"] == "online"
+    parent = {**templates.default_params(an, "h200", "strict"), "variant": "online",
+              "BLOCK_R": 4096, "num_warps": 8, "SPLIT": 1}
     child = templates.apply_move(an, parent, "to_coop")
     assert child["variant"] == "coop" and child["BLOCK_R"] == templates.COOP_BLOCK_R
     assert child["SPLIT"] == 3  # 20000 elements in segments of 8192
@@ -105,8 +117,9 @@ def test_coop_is_not_offered_where_it_cannot_pay_or_cannot_run():
                                 "to_coop") is None
     # segments too wide for four warps' registers (two copies of each operand's segment)
     an = _long_softmax()
-    wide = templates.apply_move(an, templates.default_params(an, "h200", "strict"), "to_coop")
-    wide = templates.clamp(an, {**wide, "BLOCK_R": 16384, "num_warps": 2})
+    wide = templates.clamp(an, {**templates.default_params(an, "h200", "strict"),
+                                "BLOCK_R": 16384, "num_warps": 2})
+    assert wide["variant"] == "coop"
     assert "spill" in templates.resource_problem(an, wide, get_target("h200"))
     # a row of more segments than the chip holds programs
     huge = traced_analysis(problem("", "torch.softmax(x, dim=1)", "torch.randn(2, 1 << 24)"))
@@ -140,8 +153,8 @@ def test_the_coop_kernel_on_a_gpu_with_rows_of_several_segments(name, tmp_path):
     forward, init, inputs = GPU_ROWS[name]
     source = problem(init, forward, inputs)
     an = traced_analysis(source)
-    child = templates.apply_move(an, templates.default_params(an, "h200", "strict"), "to_coop")
-    assert child is not None and child["SPLIT"] > 1
+    child = templates.default_params(an, "h200", "strict")  # the GPU default for long rows
+    assert child["variant"] == "coop" and child["SPLIT"] > 1
     candidate = checked_render(source, an, child)
     module = load_candidate(candidate, tmp_path)
     ref_module = load_problem(source)

@@ -115,7 +115,8 @@ def test_every_long_few_row_norm_defaults_to_the_split_design(source):
 
 @pytest.mark.parametrize("source, variant", [
     (problem("F.layer_norm(x, x.shape[1:])", "torch.randn(16, 4096)"), "single"),
-    (problem("torch.softmax(x, dim=-1)", "torch.randn(1024, 65536)"), "online"),
+    # many long rows: read once by cooperating programs on a GPU (rows_coop)
+    (problem("torch.softmax(x, dim=-1)", "torch.randn(1024, 65536)"), "coop"),
     (problem("x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
              "torch.randn(2, 64, 16, 32)"), "single"),
 ])

@@ -1,12 +1,14 @@
 """Max and average pooling, 1-D/2-D/3-D (a stage of the staged family, see staged.py).
 
-One program per BLOCK outputs; the window is walked tap by tap (a loop, so large windows
-cost no compile time). Padding, dilation (max), ceil mode, ``count_include_pad`` and
-``divisor_override`` follow torch's definitions; the input is read through `Expr`, so
-a norm or activation before the pool is computed as it is read, and the pointwise chain
-after it is fused before the store. Adaptive pooling whose windows differ in size walks the
-largest window and masks each output's own. Global pooling never gets here: it is a
-reduction.
+Two layouts (`POOL_TILE`): one lane per output, the window walked tap by tap (a loop, so
+large windows cost no compile time); or one program per BLOCK outputs of one output row
+(every dim but the last fixed), the window's last dim a tile axis, so neighbouring outputs'
+taps load as one coalesced tile and no per-output index is divided. Padding, dilation
+(max), ceil mode, ``count_include_pad`` and ``divisor_override`` follow torch's
+definitions; the input is read through `Expr`, so a norm or activation before the pool is
+computed as it is read, and the pointwise chain after it is fused before the store.
+Adaptive pooling whose windows differ in size walks the largest window and masks each
+output's own. Global pooling never gets here: it is a reduction.
 """
 
 from __future__ import annotations
@@ -20,7 +22,24 @@ from search_engine.synthesis.offline.writers.staged_context import (
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
+# elements of one window tile a program loads at once ([outputs, taps of the last dim])
+TILE_ELEMENTS = 4096
+# the flat layout's largest block: on the H200 and the H100 (default_kernels_bench,
+# 2026-12-05) 256 outputs a program ran 1.8-4x faster than 1024 on MaxPool2d, AvgPool1d
+# and AvgPool2d at KernelBench-like official sizes
+FLAT_BLOCK = 256
+
+
 def write(ctx, stage, name):
+    """The stage in the layout `POOL_TILE` names: 1 the row tile, 0 one lane per output."""
+    if ctx.params.get("POOL_TILE", 0):
+        return _write_row_tile(ctx, stage, name)
+    return _write_flat(ctx, stage, name)
+
+
+def _write_flat(ctx, stage, name):
+    """One lane per output: its index split into every dim's (per-element divisions), the
+    window walked tap by tap."""
     node = ctx.nodes[stage.anchor]
     at = node.attrs
     src = node.refs()[0]
@@ -28,7 +47,7 @@ def write(ctx, stage, name):
     nd = len(at["kernel"])
     lead = len(out_shape) - nd
     n_out = math.prod(out_shape)
-    block = min(ctx.params["BLOCK"], p2(n_out))
+    block = min(ctx.params["BLOCK"], FLAT_BLOCK, p2(n_out))
     body = ["pid = tl.program_id(0).to(tl.int64)",
             "offs = pid * BLOCK + tl.arange(0, BLOCK)",
             f"omask = offs < {n_out}"]
@@ -36,7 +55,8 @@ def write(ctx, stage, name):
     out_idx = unravel(body, "offs", out_shape, "o")
     is_max = at["mode"] == "max"
     body.append(f"acc = tl.full([BLOCK], {codegen.NEG_INF if is_max else '0.0'}, tl.float32)")
-    if not is_max:
+    counted = not is_max and at.get("divisor") is None and not at["count_include_pad"]
+    if counted:
         body.append("count = tl.zeros([BLOCK], tl.float32)")
     taps = tuple(at["kernel"])
     body.append(f"for w in range({math.prod(taps)}):")
@@ -63,7 +83,8 @@ def write(ctx, stage, name):
         inner.append(f"acc = tl.maximum(acc, tl.where(vmask, {v}, {codegen.NEG_INF}))")
     else:
         inner.append(f"acc += tl.where(vmask, {v}, 0.0)")
-        inner.append("count += tl.where(vmask, 1.0, 0.0)")
+        if counted:
+            inner.append("count += tl.where(vmask, 1.0, 0.0)")
     body.extend("    " + line for line in inner)
     expr.body, expr.cache = body, {}
     if not is_max:
@@ -76,6 +97,94 @@ def write(ctx, stage, name):
     return source, [launch(name, ctx, grid, {"BLOCK": block}, ctx.params["num_warps"])]
 
 
+def _write_row_tile(ctx, stage, name):
+    """One program per (output row, BLOCK outputs along the last dim): the row's indices are
+    scalars split once from the program id, so the taps of every dim but the last are
+    scalar offsets; the last dim's taps are a tile axis computed once, so each load reads a
+    window row's neighbouring elements together and no per-element index is divided."""
+    node = ctx.nodes[stage.anchor]
+    at = node.attrs
+    src = node.refs()[0]
+    in_shape, out_shape = ctx.nodes[src].shape, node.shape
+    nd = len(at["kernel"])
+    lead = len(out_shape) - nd
+    taps = tuple(at["kernel"])
+    last = out_shape[-1]
+    kp = p2(taps[-1])
+    block = max(1, min(ctx.params["BLOCK"], p2(last), TILE_ELEMENTS // kp))
+    body = ["row = tl.program_id(0).to(tl.int64)",
+            "ol = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
+            f"omask = ol < {last}",
+            f"kk = tl.arange(0, {kp})",
+            f"zt = tl.zeros([BLOCK, {kp}], tl.int64)"]
+    expr = Expr(ctx, body)
+    rows = unravel(body, "row", out_shape[:-1], "r")
+    body.extend(_last_dim_taps(at, nd - 1, in_shape[-1], last))
+    body.append(f"lmask = omask[:, None] & (kk[None, :] < {taps[-1]}) & {_LAST_VALID}")
+    is_max = at["mode"] == "max"
+    zero = codegen.NEG_INF if is_max else "0.0"
+    body.append(f"acc = tl.full([BLOCK], {zero}, tl.float32)")
+    # the valid taps are counted only where they are the divisor
+    counted = not is_max and at.get("divisor") is None and not at["count_include_pad"]
+    if counted:
+        body.append("count = tl.zeros([BLOCK], tl.float32)")
+    body.append(f"for w in range({math.prod(taps[:-1])}):")
+    inner: list[str] = []
+    expr.body, expr.tile = inner, "zt"
+    tap = unravel(inner, "w", taps[:-1], "k")
+    valid, in_idx = ["lmask"], list(rows[:lead])
+    for d in range(nd - 1):
+        o, size = rows[lead + d], in_shape[lead + d]
+        s, pad, dil = at["stride"][d], at["padding"][d], at["dilation"][d]
+        if at.get("adaptive"):  # window [floor(o·in/out), ceil((o+1)·in/out))
+            n = out_shape[lead + d]
+            inner.append(f"i{d} = ({o} * {size}) // {n} + {tap[d]}")
+            valid.append(f"(i{d} < (({o} + 1) * {size} + {n - 1}) // {n})")
+        else:
+            inner.append(f"i{d} = {o} * {s} - {pad} + {tap[d]} * {dil}")
+            valid.append(f"(i{d} >= 0) & (i{d} < {size})")
+        in_idx.append(f"i{d}")
+    in_idx.append("il")
+    # the other dims' conditions are scalars: one select of the tile's mask, not an `&` of a
+    # scalar with a tile (which Triton's interpreter refuses as a mask)
+    inner.append(f"vmask = tl.where({' & '.join(valid[1:])}, lmask, False)" if valid[1:]
+                 else "vmask = lmask")
+    v = expr.value(src, tuple(in_idx), "vmask")
+    if is_max:
+        inner.append(f"acc = tl.maximum(acc, tl.max(tl.where(vmask, {v}, {codegen.NEG_INF}), "
+                     "axis=1))")
+    else:
+        inner.append(f"acc += tl.sum(tl.where(vmask, {v}, 0.0), axis=1)")
+        if counted:
+            inner.append("count += tl.sum(tl.where(vmask, 1.0, 0.0), axis=1)")
+    body.extend("    " + line for line in inner)
+    expr.body, expr.cache, expr.tile = body, {}, "zo"
+    body.append("zo = tl.zeros([BLOCK], tl.int64)")
+    out_idx = [*rows, "ol"]
+    if not is_max:
+        body.append(f"acc = acc / {_divisor(at, out_idx[lead:], in_shape[lead:])}")
+    expr.subst[stage.anchor] = "acc"
+    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask",
+                   "tl.zeros([BLOCK], tl.float32)")
+    grid = f"({math.prod(out_shape[:-1])}, triton.cdiv({last}, {block}))"
+    source = kernel_source(name, ctx, ["BLOCK"], body)
+    return source, [launch(name, ctx, grid, {"BLOCK": block}, ctx.params["num_warps"])]
+
+
+_LAST_VALID = "(il >= 0) & (il < ilimit)"
+
+
+def _last_dim_taps(at, d: int, size: int, n_out: int) -> list[str]:
+    """`il`, the last dim's input index of every (output, tap) of the tile, and `ilimit`,
+    the end of each output's window (the input's end, or an adaptive window's own)."""
+    o = "ol[:, None]"
+    if at.get("adaptive"):
+        return [f"il = ({o} * {size}) // {n_out} + kk[None, :]",
+                f"ilimit = tl.minimum((({o} + 1) * {size} + {n_out - 1}) // {n_out}, {size})"]
+    s, pad, dil = at["stride"][d], at["padding"][d], at["dilation"][d]
+    return [f"il = {o} * {s} - {pad} + kk[None, :] * {dil}", f"ilimit = {size}"]
+
+
 def _divisor(at, out_idx, in_sizes) -> str:
     """torch's average-pool divisor: the override, the valid taps, or the window clipped to
     the padded input (count_include_pad)."""
@@ -85,7 +194,7 @@ def _divisor(at, out_idx, in_sizes) -> str:
         return "tl.maximum(count, 1.0)"
     terms = []
     for d, o in enumerate(out_idx):
-        o = o if o != "0" else "tl.zeros([BLOCK], tl.int64)"
+        o = o if o != "0" else "zo"
         k, s, pad, size = at["kernel"][d], at["stride"][d], at["padding"][d], in_sizes[d]
         start = f"({o} * {s} - {pad})"
         terms.append(f"(tl.minimum({start} + {k}, {size + pad}) - {start})")

@@ -25,6 +25,9 @@ class Expr:
         self.subst: dict[int, str] = {}
         self.local: set[int] = set()  # stored nodes this kernel computes (not loads)
         self.counter = 0
+        # a zero tile of the kernel's shape added to every load's offset, so a load whose
+        # indices are all scalars (a channel's bias in a kernel of one row) is still a tile
+        self.tile = ""
 
     def var(self, code: str) -> str:
         self.counter += 1
@@ -53,8 +56,8 @@ class Expr:
         ptr = self.ctx.pointer(ref)
         if self.offset(ref, idx) == "0":  # one element, the same for the whole tile
             return self.var(f"tl.load({ptr}).to(tl.float32)")
-        return self.var(f"tl.load({ptr} + {self.offset(ref, idx)}, mask={mask}, other=0.0)"
-                        ".to(tl.float32)")
+        offset = self.offset(ref, idx) + (f" + {self.tile}" if self.tile else "")
+        return self.var(f"tl.load({ptr} + {offset}, mask={mask}, other=0.0).to(tl.float32)")
 
     def _compute(self, node: IRNode, idx, mask) -> str:
         ctx = self.ctx

@@ -1,0 +1,90 @@
+"""Pooling stages (`writers/pooling.py`) in both layouts: one lane per output, or one
+program per output row's block with the row's indices split once from the program id and
+the window's last dim loaded as a tile axis.
+
+Each case runs against torch in both layouts at two block sizes (blocks smaller than the
+row, a block larger than the tile budget allows, a window wider than a power of two); the
+row tile is checked for what makes it fast (no division of a per-output vector), and the
+default layout per pool rank is the measured one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from search_engine.synthesis.offline.spaces import staged
+from search_engine.synthesis.offline.writers import pooling
+
+from .conftest import run_candidate
+from .test_offline_staged import local_analysis, problem
+
+CASES = {
+    "max2d_pad_stride": ("self.p = nn.MaxPool2d(4, stride=2, padding=1)", "self.p(x)",
+                         "torch.randn(2, 3, 13, 37)"),
+    "avg2d_wide_window": ("self.p = nn.AvgPool2d(11)", "self.p(x)", "torch.randn(2, 2, 23, 45)"),
+    "avg1d_overlapping_padded": ("self.p = nn.AvgPool1d(8, stride=1, padding=4)", "self.p(x)",
+                                 "torch.randn(3, 4, 70)"),
+    "max1d_dilated": ("self.p = nn.MaxPool1d(4, stride=2, padding=2, dilation=3)", "self.p(x)",
+                      "torch.randn(2, 4, 33)"),
+    "max3d_dilated_ceil": ("self.p = nn.MaxPool3d(3, stride=2, padding=1, dilation=2, "
+                           "ceil_mode=True)", "self.p(x)", "torch.randn(2, 2, 9, 8, 11)"),
+    "avg3d_exclude_pad": ("self.p = nn.AvgPool3d((2, 3, 5), stride=(1, 2, 3), padding=(1, 1, 2),"
+                          " count_include_pad=False)", "self.p(x)",
+                          "torch.randn(1, 3, 6, 7, 17)"),
+    "avg2d_divisor": ("self.p = nn.AvgPool2d(3, stride=2, padding=1, divisor_override=4)",
+                      "self.p(x)", "torch.randn(2, 3, 9, 12)"),
+    "adaptive_uneven": ("self.p = nn.AdaptiveAvgPool2d((3, 5))", "self.p(x)",
+                        "torch.randn(2, 3, 10, 17)"),
+    # a pointwise op before the pool (read through the expression) and a channel bias after
+    "relu_pool_bias": ("self.p = nn.MaxPool2d(3, stride=2)\n"
+                       "self.b = nn.Parameter(torch.randn(3, 1, 1))",
+                       "self.p(torch.relu(x)) + self.b", "torch.randn(2, 3, 15, 19)"),
+}
+LAYOUTS = [{"POOL_TILE": tile, "BLOCK": block} for tile in (0, 1) for block in (16, 4096)]
+
+
+@pytest.mark.parametrize("layout", range(len(LAYOUTS)))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pooling_matches_torch_in_both_layouts(name, layout, tmp_path):
+    source = problem(*CASES[name])
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "interpreter", "strict"), **LAYOUTS[layout]}
+    candidate = staged.render(source, an, params)
+    expected, got, launched = run_candidate(source, candidate, tmp_path)
+    assert launched
+    torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-5)
+
+
+def _pool_kernel(candidate: str) -> str:
+    start = candidate.index("def kh_stage0_pool(")
+    return candidate[start:candidate.index("\n\n", start)]
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"adaptive_uneven"}))
+def test_the_row_tile_divides_no_per_output_index(name):
+    source = problem(*CASES[name])
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "BLOCK": 4096, "POOL_TILE": 1}
+    kernel = _pool_kernel(staged.render(source, an, params))
+    for line in kernel.splitlines():
+        for divided in re.findall(r"\(\(?(\w+)\)?\) //|\b(\w+) //", line):
+            assert set(divided) <= {"row", "w", ""}, line  # scalars only
+    assert "kk[None, :]" in kernel and "axis=1" in kernel
+    # the tile stays within the register budget however large BLOCK is asked to be
+    block = int(re.search(r"BLOCK=(\d+)", staged.render(source, an, params)).group(1))
+    width = int(re.search(r"kk = tl.arange\(0, (\d+)\)", kernel).group(1))
+    assert block * width <= pooling.TILE_ELEMENTS
+
+
+def test_the_layout_default_is_the_measured_one_and_the_flat_block_is_capped():
+    one_d = local_analysis(problem(*CASES["avg1d_overlapping_padded"]))
+    two_d = local_analysis(problem(*CASES["max2d_pad_stride"]))
+    assert staged.default_params(one_d, "h200", "strict")["POOL_TILE"] == 1
+    assert staged.default_params(two_d, "h200", "strict")["POOL_TILE"] == 0
+    source = problem("self.p = nn.MaxPool2d(2)", "self.p(x)", "torch.randn(2, 3, 64, 64)")
+    an = local_analysis(source)
+    rendered = staged.render(source, an, {**staged.default_params(an, "h200", "strict"),
+                                          "BLOCK": 2048})
+    assert f"BLOCK={pooling.FLAT_BLOCK}," in rendered
