@@ -191,6 +191,7 @@ NEIGHBOURS = {
     "softplus": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
                  "block4096_8w": {"BLOCK": 4096, "num_warps": 8}},
     "sum_dim": {"block1024": {"BLOCK_R": 1024}, "rows1": {"ROWS": 1},
+                "single_rows4": {"variant": "single", "ROWS": 4, "BLOCK_R": 4096},
                 "looped_rows64_r256": {"variant": "looped", "ROWS": 64, "BLOCK_R": 256},
                 "looped_rows256_r64": {"variant": "looped", "ROWS": 256, "BLOCK_R": 64}},
     "mse": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},

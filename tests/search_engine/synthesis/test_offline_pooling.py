@@ -35,6 +35,9 @@ CASES = {
                           "torch.randn(1, 3, 6, 7, 17)"),
     "avg2d_divisor": ("self.p = nn.AvgPool2d(3, stride=2, padding=1, divisor_override=4)",
                       "self.p(x)", "torch.randn(2, 3, 9, 12)"),
+    # one output row: its index is the literal 0 in the divisor
+    "avg2d_one_output_row": ("self.p = nn.AvgPool2d(3, stride=1, padding=(0, 1))", "self.p(x)",
+                             "torch.randn(2, 3, 3, 8)"),
     "adaptive_uneven": ("self.p = nn.AdaptiveAvgPool2d((3, 5))", "self.p(x)",
                         "torch.randn(2, 3, 10, 17)"),
     # a pointwise op before the pool (read through the expression) and a channel bias after

@@ -127,6 +127,19 @@ def test_coop_is_not_offered_where_it_cannot_pay_or_cannot_run():
                                   "variant": "coop", "BLOCK_R": 4096, "num_warps": 4})
     assert many["SPLIT"] == 4096
     assert "on the chip at once" in templates.resource_problem(huge, many, get_target("h200"))
+    # a row of 512 segments that the thread count alone would let through, but whose
+    # programs' registers do not fit the chip at once (it failed at run time on the H100
+    # and the H200 before this check); the softmax's 48 segments still pass
+    wide_norm = traced_analysis(problem("self.ln = nn.LayerNorm((64, 256, 256))", "self.ln(x)",
+                                        "torch.randn(16, 64, 256, 256)"))
+    norm = templates.clamp(wide_norm, {**templates.default_params(wide_norm, "h200", "strict"),
+                                       "variant": "coop", "BLOCK_R": 8192, "num_warps": 4})
+    assert norm["SPLIT"] == 512
+    assert "registers" in templates.resource_problem(wide_norm, norm, get_target("h200"))
+    softmax = traced_analysis(problem("", "torch.softmax(x, dim=1)", "torch.randn(4096, 393216)"))
+    assert templates.resource_problem(softmax, templates.default_params(softmax, "h200",
+                                                                        "strict"),
+                                      get_target("h200")) == ""
 
 
 def test_random_draws_never_pick_coop():
@@ -153,7 +166,8 @@ def test_the_coop_kernel_on_a_gpu_with_rows_of_several_segments(name, tmp_path):
     forward, init, inputs = GPU_ROWS[name]
     source = problem(init, forward, inputs)
     an = traced_analysis(source)
-    child = templates.default_params(an, "h200", "strict")  # the GPU default for long rows
+    # few rows (their default is split rows), so the move makes the coop child
+    child = templates.apply_move(an, templates.default_params(an, "h200", "strict"), "to_coop")
     assert child["variant"] == "coop" and child["SPLIT"] > 1
     candidate = checked_render(source, an, child)
     module = load_candidate(candidate, tmp_path)

@@ -50,12 +50,13 @@ def _write_flat(ctx, stage, name):
     block = min(ctx.params["BLOCK"], FLAT_BLOCK, p2(n_out))
     body = ["pid = tl.program_id(0).to(tl.int64)",
             "offs = pid * BLOCK + tl.arange(0, BLOCK)",
-            f"omask = offs < {n_out}"]
+            f"omask = offs < {n_out}",
+            "zo = tl.zeros([BLOCK], tl.int64)"]
     expr = Expr(ctx, body)
     out_idx = unravel(body, "offs", out_shape, "o")
     is_max = at["mode"] == "max"
     body.append(f"acc = tl.full([BLOCK], {codegen.NEG_INF if is_max else '0.0'}, tl.float32)")
-    counted = not is_max and at.get("divisor") is None and not at["count_include_pad"]
+    counted = _counted(at)
     if counted:
         body.append("count = tl.zeros([BLOCK], tl.float32)")
     taps = tuple(at["kernel"])
@@ -66,16 +67,9 @@ def _write_flat(ctx, stage, name):
     valid, in_idx = ["omask"], list(out_idx[:lead])
     for d in range(nd):
         o = out_idx[lead + d]
-        o = o if o != "0" else "tl.zeros([BLOCK], tl.int64)"  # keep the masks tensors
-        s, pad, dil, size = at["stride"][d], at["padding"][d], at["dilation"][d], \
-            in_shape[lead + d]
-        if at.get("adaptive"):  # window [floor(o·in/out), ceil((o+1)·in/out))
-            n = out_shape[lead + d]
-            inner.append(f"i{d} = ({o} * {size}) // {n} + {tap[d]}")
-            valid.append(f"(i{d} < (({o} + 1) * {size} + {n - 1}) // {n})")
-        else:
-            inner.append(f"i{d} = {o} * {s} - {pad} + {tap[d]} * {dil}")
-            valid.append(f"(i{d} >= 0) & (i{d} < {size})")
+        o = o if o != "0" else "zo"  # keep the masks tensors
+        valid.append(_window_index(inner, at, d, o, tap[d], in_shape[lead + d],
+                                   out_shape[lead + d]))
         in_idx.append(f"i{d}")
     inner.append("vmask = " + " & ".join(valid))
     v = expr.value(src, tuple(in_idx), "vmask")
@@ -87,14 +81,7 @@ def _write_flat(ctx, stage, name):
             inner.append("count += tl.where(vmask, 1.0, 0.0)")
     body.extend("    " + line for line in inner)
     expr.body, expr.cache = body, {}
-    if not is_max:
-        body.append(f"acc = acc / {_divisor(at, out_idx[lead:], in_shape[lead:])}")
-    expr.subst[stage.anchor] = "acc"
-    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask",
-                          "tl.zeros([BLOCK], tl.float32)")
-    grid = f"(triton.cdiv({n_out}, {block}),)"
-    source = kernel_source(name, ctx, ["BLOCK"], body)
-    return source, [launch(name, ctx, grid, {"BLOCK": block}, ctx.params["num_warps"])]
+    return _finish(ctx, stage, name, expr, out_idx, f"(triton.cdiv({n_out}, {block}),)", block)
 
 
 def _write_row_tile(ctx, stage, name):
@@ -124,8 +111,7 @@ def _write_row_tile(ctx, stage, name):
     is_max = at["mode"] == "max"
     zero = codegen.NEG_INF if is_max else "0.0"
     body.append(f"acc = tl.full([BLOCK], {zero}, tl.float32)")
-    # the valid taps are counted only where they are the divisor
-    counted = not is_max and at.get("divisor") is None and not at["count_include_pad"]
+    counted = _counted(at)
     if counted:
         body.append("count = tl.zeros([BLOCK], tl.float32)")
     body.append(f"for w in range({math.prod(taps[:-1])}):")
@@ -134,15 +120,8 @@ def _write_row_tile(ctx, stage, name):
     tap = unravel(inner, "w", taps[:-1], "k")
     valid, in_idx = ["lmask"], list(rows[:lead])
     for d in range(nd - 1):
-        o, size = rows[lead + d], in_shape[lead + d]
-        s, pad, dil = at["stride"][d], at["padding"][d], at["dilation"][d]
-        if at.get("adaptive"):  # window [floor(o·in/out), ceil((o+1)·in/out))
-            n = out_shape[lead + d]
-            inner.append(f"i{d} = ({o} * {size}) // {n} + {tap[d]}")
-            valid.append(f"(i{d} < (({o} + 1) * {size} + {n - 1}) // {n})")
-        else:
-            inner.append(f"i{d} = {o} * {s} - {pad} + {tap[d]} * {dil}")
-            valid.append(f"(i{d} >= 0) & (i{d} < {size})")
+        valid.append(_window_index(inner, at, d, rows[lead + d], tap[d], in_shape[lead + d],
+                                   out_shape[lead + d]))
         in_idx.append(f"i{d}")
     in_idx.append("il")
     # the other dims' conditions are scalars: one select of the tile's mask, not an `&` of a
@@ -160,14 +139,36 @@ def _write_row_tile(ctx, stage, name):
     body.extend("    " + line for line in inner)
     expr.body, expr.cache, expr.tile = body, {}, "zo"
     body.append("zo = tl.zeros([BLOCK], tl.int64)")
-    out_idx = [*rows, "ol"]
-    if not is_max:
-        body.append(f"acc = acc / {_divisor(at, out_idx[lead:], in_shape[lead:])}")
-    expr.subst[stage.anchor] = "acc"
-    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask",
-                   "tl.zeros([BLOCK], tl.float32)")
     grid = f"({math.prod(out_shape[:-1])}, triton.cdiv({last}, {block}))"
-    source = kernel_source(name, ctx, ["BLOCK"], body)
+    return _finish(ctx, stage, name, expr, [*rows, "ol"], grid, block)
+
+
+def _window_index(inner: list[str], at, d: int, o: str, tap: str, size: int, n: int) -> str:
+    """Append dim d's input index `i{d}` of output index `o` at window tap `tap`; return
+    the condition that it is inside the input (or inside an adaptive window)."""
+    if at.get("adaptive"):  # window [floor(o·in/out), ceil((o+1)·in/out))
+        inner.append(f"i{d} = ({o} * {size}) // {n} + {tap}")
+        return f"(i{d} < (({o} + 1) * {size} + {n - 1}) // {n})"
+    s, pad, dil = at["stride"][d], at["padding"][d], at["dilation"][d]
+    inner.append(f"i{d} = {o} * {s} - {pad} + {tap} * {dil}")
+    return f"(i{d} >= 0) & (i{d} < {size})"
+
+
+def _counted(at) -> bool:
+    """Whether the valid taps are counted: only where they are the divisor."""
+    return at["mode"] != "max" and at.get("divisor") is None and not at["count_include_pad"]
+
+
+def _finish(ctx, stage, name: str, expr: Expr, out_idx: list[str], grid: str, block: int):
+    """The average's divisor, the pointwise chain after the pool, the store and the launch."""
+    at = ctx.nodes[stage.anchor].attrs
+    nd = len(at["kernel"])
+    if at["mode"] != "max":
+        in_sizes = ctx.nodes[ctx.nodes[stage.anchor].refs()[0]].shape[-nd:]
+        expr.body.append(f"acc = acc / {_divisor(at, out_idx[-nd:], in_sizes)}")
+    expr.subst[stage.anchor] = "acc"
+    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK], tl.float32)")
+    source = kernel_source(name, ctx, ["BLOCK"], expr.body)
     return source, [launch(name, ctx, grid, {"BLOCK": block}, ctx.params["num_warps"])]
 
 
