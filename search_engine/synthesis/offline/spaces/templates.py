@@ -43,7 +43,6 @@ COOP_REGISTER_BUDGET = 200  # fp32 values a thread may hold before its tiles spi
 # a coop thread's registers beyond its values (indices, partials): at 16384 x 16 warps (32
 # values a thread, 96 held) the softmax ran on the H100 and the H200, so 96 + this fits 128
 COOP_REGISTER_OVERHEAD = 24
-REGISTERS_PER_SM, MAX_REGISTERS_PER_THREAD = 65536, 255  # Ampere and Hopper
 PROGRAMS_PER_SM = 4  # split rows: enough programs to fill every SM a few times
 # split rows: short segments (many programs, several waves, no straggler SM) that still
 # amortise the partials; 2048-element chunks over 8 warps are two 16-byte loads per thread
@@ -161,15 +160,15 @@ def _coop_default(an: Analysis, params: dict[str, Any], target: str) -> dict[str
     against online's 4.77, log-softmax 4.07 against 4.79, torch.compile 4.67)."""
     from search_engine.hardware import get_target
 
-    if target == "interpreter" or params.get("variant") != "online":
+    if params.get("variant") != "online":
         return params
-    coop = clamp(an, {**params, "variant": "coop", "BLOCK_R": COOP_BLOCK_R,
-                      "num_warps": COOP_WARPS})
     try:
         gpu = get_target(target)
     except (KeyError, ValueError):
         return params
-    if gpu.is_interpreter or not valid(an, coop) or resource_problem(an, coop, gpu):
+    coop = clamp(an, {**params, "variant": "coop", "BLOCK_R": COOP_BLOCK_R,
+                      "num_warps": COOP_WARPS})
+    if not valid(an, coop) or resource_problem(an, coop, gpu):  # the interpreter included
         return params
     return coop
 
@@ -459,8 +458,11 @@ def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
     """Why this configuration cannot run on `target` (shared memory, registers, programs
     that must run at once), or ''."""
     if an.family == "rows" and params.get("variant") == "coop":
-        return (rows_coop.coop_resource_problem(target, params)
-                or _coop_register_problem(an, params, target))
+        # registers bound how many programs share an SM (LayerNorm over 16 rows of 4M
+        # elements, 512 segments of 8192, did not fit the H100 or the H200 at run time)
+        registers = -(-(_coop_held_values(an, params) + COOP_REGISTER_OVERHEAD) // 8) * 8
+        return (_coop_spill_problem(an, params)
+                or rows_coop.coop_resource_problem(target, params, registers))
     if an.family != "matmul":
         return ""
     return resources.dot_resource_problem(params, _operand_bytes(an),
@@ -468,27 +470,21 @@ def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
                                           target.max_registers_per_thread)
 
 
-def _coop_register_problem(an: Analysis, params: dict[str, Any], target) -> str:
+def _coop_held_values(an: Analysis, params: dict[str, Any]) -> int:
     """A coop program holds each full-size operand's segment twice (this row's and the
-    prefetched next row's) and a tile of what it reduces: too many values per thread spill
-    to local memory, which costs more than the read they save."""
+    prefetched next row's) and a tile of what it reduces: fp32 values a thread."""
     per_thread = params["BLOCK_R"] // (32 * params["num_warps"])
-    held = per_thread * (2 * rows_coop.full_operands(an) + 1)
-    if held > COOP_REGISTER_BUDGET:
-        return (f"coop segments of {params['BLOCK_R']} over {params['num_warps']} warps hold "
-                f"about {held} values a thread (budget {COOP_REGISTER_BUDGET}): they would "
-                f"spill")
-    # the registers bound how many programs share an SM: a row's programs must all fit
-    # (LayerNorm over 16 rows of 4M elements, 512 segments of 8192, ran out of room on the
-    # H100 and the H200 where the thread bound alone let it through)
-    regs = min(MAX_REGISTERS_PER_THREAD, -(-(held + COOP_REGISTER_OVERHEAD) // 8) * 8)
-    per_sm = REGISTERS_PER_SM // (regs * 32 * params["num_warps"])
-    most = per_sm * target.multiprocessors
-    if params["SPLIT"] > most:
-        return (f"a row's {params['SPLIT']} coop programs need about {regs} registers a "
-                f"thread, so at most {most} fit on the chip at once: longer segments or "
-                f"more warps")
-    return ""
+    return per_thread * (2 * rows_coop.full_operands(an) + 1)
+
+
+def _coop_spill_problem(an: Analysis, params: dict[str, Any]) -> str:
+    """Too many values a thread spill to local memory, which costs more than the read they
+    save."""
+    held = _coop_held_values(an, params)
+    if held <= COOP_REGISTER_BUDGET:
+        return ""
+    return (f"coop segments of {params['BLOCK_R']} over {params['num_warps']} warps hold "
+            f"about {held} values a thread (budget {COOP_REGISTER_BUDGET}): they would spill")
 
 
 def _operand_bytes(an: Analysis) -> int:

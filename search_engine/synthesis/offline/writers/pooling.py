@@ -40,10 +40,7 @@ def write(ctx, stage, name):
 def _write_flat(ctx, stage, name):
     """One lane per output: its index split into every dim's (per-element divisions), the
     window walked tap by tap."""
-    node = ctx.nodes[stage.anchor]
-    at = node.attrs
-    src = node.refs()[0]
-    in_shape, out_shape = ctx.nodes[src].shape, node.shape
+    at, src, in_shape, out_shape = _pool(ctx, stage)
     nd = len(at["kernel"])
     lead = len(out_shape) - nd
     n_out = math.prod(out_shape)
@@ -89,10 +86,7 @@ def _write_row_tile(ctx, stage, name):
     scalars split once from the program id, so the taps of every dim but the last are
     scalar offsets; the last dim's taps are a tile axis computed once, so each load reads a
     window row's neighbouring elements together and no per-element index is divided."""
-    node = ctx.nodes[stage.anchor]
-    at = node.attrs
-    src = node.refs()[0]
-    in_shape, out_shape = ctx.nodes[src].shape, node.shape
+    at, src, in_shape, out_shape = _pool(ctx, stage)
     nd = len(at["kernel"])
     lead = len(out_shape) - nd
     taps = tuple(at["kernel"])
@@ -143,6 +137,13 @@ def _write_row_tile(ctx, stage, name):
     return _finish(ctx, stage, name, expr, [*rows, "ol"], grid, block)
 
 
+def _pool(ctx, stage):
+    """The stage's pool: its attributes, its input node and their shapes."""
+    node = ctx.nodes[stage.anchor]
+    src = node.refs()[0]
+    return node.attrs, src, ctx.nodes[src].shape, node.shape
+
+
 def _window_index(inner: list[str], at, d: int, o: str, tap: str, size: int, n: int) -> str:
     """Append dim d's input index `i{d}` of output index `o` at window tap `tap`; return
     the condition that it is inside the input (or inside an adaptive window)."""
@@ -161,11 +162,10 @@ def _counted(at) -> bool:
 
 def _finish(ctx, stage, name: str, expr: Expr, out_idx: list[str], grid: str, block: int):
     """The average's divisor, the pointwise chain after the pool, the store and the launch."""
-    at = ctx.nodes[stage.anchor].attrs
+    at, _, in_shape, _ = _pool(ctx, stage)
     nd = len(at["kernel"])
     if at["mode"] != "max":
-        in_sizes = ctx.nodes[ctx.nodes[stage.anchor].refs()[0]].shape[-nd:]
-        expr.body.append(f"acc = acc / {_divisor(at, out_idx[-nd:], in_sizes)}")
+        expr.body.append(f"acc = acc / {_divisor(at, out_idx[-nd:], in_shape[-nd:])}")
     expr.subst[stage.anchor] = "acc"
     store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK], tl.float32)")
     source = kernel_source(name, ctx, ["BLOCK"], expr.body)

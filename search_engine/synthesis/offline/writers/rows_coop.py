@@ -216,16 +216,24 @@ COOP_GROUPS_SOURCE = '''def kh_coop_groups(kernel, args, consts, split, n_rows):
 
 
 MAX_THREADS_PER_SM = 2048  # Hopper and Ampere: the most a row's programs can ever share
+REGISTERS_PER_SM, MAX_REGISTERS_PER_THREAD = 65536, 255  # Hopper and Ampere
 
 
-def coop_resource_problem(target, params: dict) -> str:
-    """Why the cooperative variant cannot run on `target`, or ''."""
+def coop_resource_problem(target, params: dict, registers: int = 0) -> str:
+    """Why the cooperative variant cannot run on `target`, or '': a row's programs must all
+    be on the chip at once, bounded by threads and by `registers` a thread (an estimate;
+    `kh_coop_groups` sizes the grid from the compiled kernel's own count at run time)."""
     if target.is_interpreter:
         return ("the coop variant's programs wait for each other, and the interpreter runs "
                 "programs one at a time: GPU only")
-    most = target.multiprocessors * (MAX_THREADS_PER_SM // (32 * params["num_warps"]))
+    threads = 32 * params["num_warps"]
+    per_sm = MAX_THREADS_PER_SM // threads
+    if registers:
+        per_sm = min(per_sm, REGISTERS_PER_SM // (min(registers, MAX_REGISTERS_PER_THREAD)
+                                                  * threads))
+    most = target.multiprocessors * per_sm
     if params["SPLIT"] > most:
+        held = f" at about {registers} registers a thread" if registers else ""
         return (f"a row's {params['SPLIT']} coop programs cannot all be on the chip at once "
-                f"(at most {most} of {params['num_warps']} warps): longer segments")
+                f"(at most {most} of {params['num_warps']} warps{held}): longer segments")
     return ""
-
