@@ -149,14 +149,31 @@ TF32_CONV_NEIGHBOURS = {
     "flat_taps": {"CONV_LOOP": 3},
     "flat_taps_k32_s4": {"CONV_LOOP": 3, "BLOCK_K": 32, "num_stages": 4},
     "flat_taps_m128_n64_k32_4w_s4": {"CONV_LOOP": 3, "BLOCK_N": 64, "BLOCK_K": 32,
-                                     "num_warps": 4, "num_stages": 4}}
+                                     "num_warps": 4, "num_stages": 4},
+    # the pipelined loop with deeper K-32 stages at the tf32 default's 128x128 tile
+    "flat_taps_k32_s4_8w": {"CONV_LOOP": 3, "BLOCK_K": 32, "num_stages": 4},
+    "flat_taps_k32_s5_8w": {"CONV_LOOP": 3, "BLOCK_K": 32, "num_stages": 5},
+    "flat_taps_k64_s4_8w": {"CONV_LOOP": 3, "BLOCK_K": 64, "num_stages": 4},
+    "m64_n128_k64_4w_s3": {"BLOCK_M": 64, "num_warps": 4}}
 TF32_GEMM_NEIGHBOURS = {
     "k32_s4": {"BLOCK_K": 32, "num_stages": 4}, "k32_s5": {"BLOCK_K": 32, "num_stages": 5},
     "n256_k32_s3": {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},
     "n256_k32_s4": {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 4},
     "tma": {"TMA": 1}, "tma_k32_s4": {"TMA": 1, "BLOCK_K": 32, "num_stages": 4},
     "tma_n256_k32_s3": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},
-    "tf32x3": {"PRECISION": "tf32x3"}}
+    "tf32x3": {"PRECISION": "tf32x3"},
+    # around the TMA 128x256x32 default: deeper or wider K, another swizzle, B as stored,
+    # 128x128 tiles with more stages
+    "tma_n256_k32_s4": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 4},
+    "tma_n256_k64_s2": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 64, "num_stages": 2},
+    "tma_n256_k32_s3_g4": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3,
+                           "GROUP_M": 4},
+    "tma_n256_k32_s3_g1": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3,
+                           "GROUP_M": 1},
+    "tma_n256_b_as_stored": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3,
+                             "B_KMAJOR": 0},
+    "tma_n128_k32_s5": {"TMA": 1, "BLOCK_N": 128, "BLOCK_K": 32, "num_stages": 5},
+    "tma_n128_k64_s4": {"TMA": 1, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 4}}
 CONVS = ("conv2d_3x3", "conv2d_dilated", "conv3d_relu", "conv_transpose2d", "conv_transpose3d")
 TF32_NEIGHBOURS = {"matmul": TF32_GEMM_NEIGHBOURS, "gemm_bias_relu": TF32_GEMM_NEIGHBOURS,
                    **{name: TF32_CONV_NEIGHBOURS for name in CONVS}}
@@ -169,6 +186,7 @@ COOP_NEIGHBOURS = {"online_4096_8w": {"variant": "online", "BLOCK_R": 4096, "num
                    "coop_16384_16w": {"variant": "coop", "BLOCK_R": 16384, "num_warps": 16}}
 
 POOL_NEIGHBOURS = {"flat": {"POOL_TILE": 0}, "tile": {"POOL_TILE": 1},
+                   "flat_8w": {"POOL_TILE": 0, "num_warps": 8},
                    "flat_128": {"POOL_TILE": 0, "BLOCK": 128},
                    "tile_8w": {"POOL_TILE": 1, "num_warps": 8},
                    "tile_2048_8w": {"POOL_TILE": 1, "BLOCK": 2048, "num_warps": 8}}
@@ -197,7 +215,8 @@ NEIGHBOURS = {
     "mse": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},
     "frobenius": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},
     "cross_entropy": {"block_r1024": {"BLOCK_R": 1024}, "block_r4096_8w": {"BLOCK_R": 4096,
-                                                                            "num_warps": 8}},
+                                                                            "num_warps": 8},
+                      "rows1": {"BLOCK_O": 1}, "warps4": {"num_warps": 4}},
     **{name: POOL_NEIGHBOURS for name in ("max_pool2d", "avg_pool1d", "avg_pool2d")},
     "matmul": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},

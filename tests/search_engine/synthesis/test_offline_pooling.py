@@ -91,3 +91,16 @@ def test_the_layout_default_is_the_measured_one_and_the_flat_block_is_capped():
     rendered = staged.render(source, an, {**staged.default_params(an, "h200", "strict"),
                                           "BLOCK": 2048})
     assert f"BLOCK={pooling.FLAT_BLOCK}," in rendered
+
+
+@pytest.mark.parametrize("pool, shape, block", [
+    ("nn.MaxPool2d(4, stride=2, padding=1)", "(1, 2, 64, 1024)", 256),  # 8 KiB of windows
+    ("nn.AvgPool2d(11)", "(1, 2, 64, 4096)", 128),  # 124 KiB at 256, 62 KiB at 128
+    ("nn.AvgPool2d(32)", "(1, 1, 64, 16384)", 32),  # never below a warp
+    ("nn.MaxPool3d(3, stride=2, dilation=3)", "(1, 1, 16, 16, 1024)", 256),
+])
+def test_the_flat_block_keeps_its_windows_within_the_l1_footprint(pool, shape, block):
+    source = problem(f"self.p = {pool}", "self.p(x)", f"torch.randn{shape}")
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": 0, "BLOCK": 1024}
+    assert f"BLOCK={block}," in staged.render(source, an, params)

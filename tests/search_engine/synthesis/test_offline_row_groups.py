@@ -42,6 +42,20 @@ GROUPED = {
     "prod_over_sum": (problem("", "torch.prod(x, dim=1, keepdim=True) / "
                                   "torch.sum(x, dim=1, keepdim=True)",
                               "torch.rand(5, 9) + 0.5"), 1),
+    # cross-entropy: the log-softmax's max and sum keep the class dim, the target's pick
+    # does not; all three are one row kernel (then the mean over the rows' losses)
+    "cross_entropy_mean": (problem("", "F.cross_entropy(x, t)",
+                                   "torch.randn(6, 37), torch.randint(0, 37, (6,))",
+                                   args="x, t"), None),
+    "cross_entropy_weighted_none": (problem(
+        "self.register_buffer('w', torch.rand(11) + 0.5)",
+        "F.cross_entropy(x, t, weight=self.w, reduction='none', label_smoothing=0.1)",
+        "torch.randn(9, 11), torch.randint(0, 11, (9,))", args="x, t"), 1),
+    # a keepdim max and a plain sum around it, plus a per-row bias read once a row
+    "max_keepdim_then_sum": (problem(
+        "self.register_buffer('b', torch.randn(5, 1))",
+        "torch.sum(torch.exp(x - torch.amax(x, dim=1, keepdim=True)) * self.b, dim=1)",
+        "torch.randn(5, 23)"), 1),
     # a non-contiguous input read with its strides
     "instancenorm_transposed": (problem("self.n = nn.InstanceNorm1d(5, affine=True)",
                                         "self.n(x.transpose(1, 2))",
@@ -83,6 +97,16 @@ def test_the_conv_output_is_loaded_once_for_mean_variance_and_normalisation():
     conv_buffer = plan(an)[0].sink
     assert body.count(f"tl.load(p{conv_buffer} +") == 1, body
     assert body.count("tl.store(") == 3  # the mean, the rsqrt of the variance, the output
+
+
+def test_cross_entropy_reads_its_logits_once_and_its_targets_once_a_row():
+    source = GROUPED["cross_entropy_mean"][0]
+    an, candidate = render(source, "h200")
+    body = candidate.split("def kh_stage0_rows(")[1].split("\n\n\n")[0]
+    logits, targets = (n.id for n in an.nodes.values() if n.op == "input")
+    assert body.count(f"tl.load(p{logits} +") == 1, body
+    target_load = [line for line in body.splitlines() if f"tl.load(p{targets} +" in line]
+    assert len(target_load) == 1 and "mask=omask[:, None]" in target_load[0], body
 
 
 def test_a_read_of_another_rows_result_keeps_its_own_stage(tmp_path):

@@ -114,7 +114,7 @@ def row_groups(an: Analysis, stages: list[Stage]) -> list[list[int]]:
             continue
         group, sinks = [k], {stages[k].sink}
         j = k + 1
-        while j < len(stages) and _row_space(nodes, stages[j]) == rows and \
+        while j < len(stages) and _same_rows(_row_space(nodes, stages[j]), rows) and \
                 _reduction_reads_rows(nodes, stages[j], rows, sinks, stored):
             group.append(j)
             sinks.add(stages[j].sink)
@@ -164,12 +164,19 @@ def _row_space(nodes, stage: Stage):
     return (in_shape, dims, tuple(node.shape)) if fits else None
 
 
+def _same_rows(space, rows) -> bool:
+    """Reductions of the same rows: the same input and reduced dims, whether or not each
+    keeps the reduced dims (a cross-entropy's log-softmax keeps them, its pick does not)."""
+    return space is not None and space[:2] == rows[:2]
+
+
 def _reduction_reads_rows(nodes, stage: Stage, rows, sinks: set[int], stored: set[int]) -> bool:
     """A later reduction of the group: its input (over the tile) and its epilogue (over the
-    rows) read the group's results only in place."""
+    rows, in its own output's shape) read the group's results only in place."""
     src = nodes[stage.anchor].refs()[0]
+    own = (*rows[:2], tuple(nodes[stage.anchor].shape))
     return src not in sinks and _in_place(nodes, src, rows[0], rows, sinks, stored) and \
-        _in_place(nodes, stage.sink, rows[2], rows, sinks, stored | {stage.anchor})
+        _in_place(nodes, stage.sink, own[2], own, sinks, stored | {stage.anchor})
 
 
 def _pointwise_over(an: Analysis, stage: Stage, rows, sinks: set[int], stored: set[int]) -> bool:

@@ -28,6 +28,12 @@ TILE_ELEMENTS = 4096
 # 2026-12-05) 256 outputs a program ran 1.8-4x faster than 1024 on MaxPool2d, AvgPool1d
 # and AvgPool2d at KernelBench-like official sizes
 FLAT_BLOCK = 256
+# the input bytes one flat program's windows span, at most: 256 outputs of an 11x11 stride-11
+# window span 124 KiB, and there 128 outputs ran 1.24x faster than 256 (AvgPool2d, H200,
+# 2026-12-05) where a 4x4 stride-2 window's 8 KiB wanted 256 (MaxPool2d 1.40x): a program's
+# window rows must stay in L1 (256 KiB an SM, shared by the programs resident on it) until
+# the next taps reuse them
+FLAT_FOOTPRINT_BYTES = 64 * 1024
 
 
 def write(ctx, stage, name):
@@ -44,7 +50,8 @@ def _write_flat(ctx, stage, name):
     nd = len(at["kernel"])
     lead = len(out_shape) - nd
     n_out = math.prod(out_shape)
-    block = min(ctx.params["BLOCK"], FLAT_BLOCK, p2(n_out))
+    block = _flat_block(at, in_shape, out_shape, min(ctx.params["BLOCK"], FLAT_BLOCK,
+                                                      p2(n_out)))
     body = ["pid = tl.program_id(0).to(tl.int64)",
             "offs = pid * BLOCK + tl.arange(0, BLOCK)",
             f"omask = offs < {n_out}",
@@ -135,6 +142,23 @@ def _write_row_tile(ctx, stage, name):
     body.append("zo = tl.zeros([BLOCK], tl.int64)")
     grid = f"({math.prod(out_shape[:-1])}, triton.cdiv({last}, {block}))"
     return _finish(ctx, stage, name, expr, [*rows, "ol"], grid, block)
+
+
+def _flat_block(at, in_shape, out_shape, block: int) -> int:
+    """`block` halved (down to a warp) until its outputs' windows span at most
+    `FLAT_FOOTPRINT_BYTES` of fp32 input: along the last dim (stride, dilation) times the
+    window's taps in the other dims."""
+    kernel = at["kernel"]
+    stride = -(-in_shape[-1] // out_shape[-1]) if at.get("adaptive") else at["stride"][-1]
+    dilation = 1 if at.get("adaptive") else at["dilation"][-1]
+    rows = math.prod(kernel[:-1])
+
+    def span(b: int) -> int:
+        return ((b - 1) * stride + (kernel[-1] - 1) * dilation + 1) * rows * 4
+
+    while block > 32 and span(block) > FLAT_FOOTPRINT_BYTES:
+        block //= 2
+    return block
 
 
 def _pool(ctx, stage):

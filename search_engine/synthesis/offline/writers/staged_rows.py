@@ -19,7 +19,7 @@ from search_engine.synthesis.offline.writers.staged_context import (
 )
 from search_engine.synthesis.offline.writers.staged_expr import Expr, reshape_index
 from search_engine.synthesis.offline.writers.staged_writers import (
-    accumulate, tile_index, with_combine,
+    ACROSS, accumulate, tile_index, with_combine,
 )
 
 ROW_MASK, TILE_MASK = "omask", "m2"  # the masks of the rows' values and of the tile's
@@ -43,6 +43,14 @@ class RowExpr(Expr):
         if isinstance(ref, int) and ref in self.rows:
             return self.rows[ref] if mask == ROW_MASK else f"({self.rows[ref]})[:, None]"
         return super().value(ref, idx, mask)
+
+    def load(self, ref: int, idx, mask) -> str:
+        # a tile value the same all along its row (a cross-entropy's target class, a row's
+        # bias) is loaded once a row, [BLOCK_O, 1], not once an element: the reduced dims'
+        # indices are the only ones across the tile (`tile_index`)
+        if mask == TILE_MASK and ACROSS not in self.offset(ref, idx):
+            mask = f"{ROW_MASK}[:, None]"
+        return super().load(ref, idx, mask)
 
     def _index_op(self, node, idx, mask) -> str:
         back = self.same_element.get((tuple(node.shape), tuple(idx)))
@@ -78,7 +86,7 @@ def write_row_group(ctx: Context, stages: list[Stage], name: str) -> tuple[str, 
         anchor = ctx.nodes[stage.anchor]
         if anchor.op in REDUCE_OPS:
             ops.add(anchor.op)
-            _reduce_rows(ctx, expr, tile, stage, out_idx)
+            _reduce_rows(ctx, expr, tile, stage, _rows_index(anchor, tile.kept_idx, out_idx))
         else:
             _store_tile(ctx, expr, tile, stage)
     consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
@@ -88,6 +96,18 @@ def write_row_group(ctx: Context, stages: list[Stage], name: str) -> tuple[str, 
     combine = "".join(with_combine(op) for op in sorted(ops))
     return (combine + kernel_source(name, ctx, list(consts), body),
             [launch(name, ctx, grid, consts, warps)])
+
+
+def _rows_index(anchor, kept_idx, first_idx) -> tuple:
+    """A reduction's output index from the rows' kept dims: the first stage's index where the
+    shapes agree, else with or without the reduced dims (kept as size 1) as it keeps them."""
+    if len(anchor.shape) == len(first_idx):
+        return first_idx
+    if not anchor.attrs.get("keepdim"):
+        return tuple(kept_idx)
+    kept = iter(kept_idx)
+    return tuple("0" if d in anchor.attrs["dims"] else next(kept)
+                 for d in range(len(anchor.shape)))
 
 
 class _Tile:

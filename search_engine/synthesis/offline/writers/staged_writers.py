@@ -89,6 +89,10 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
             [launch(name, ctx, grid, consts, warps)])
 
 
+# how a reduced dim's index is broadcast across a [BLOCK_O, BLOCK_R] tile (rows go down it)
+ACROSS = "[None, :]"
+
+
 def tile_index(lines: list[str], in_shape, dims, kept_idx) -> list[str]:
     """The index of a reduction's input over a [BLOCK_O, BLOCK_R] tile: the kept dims from the
     outputs' index (`kept_idx`, down the tile), the reduced ones unravelled from `rr` (the
@@ -98,7 +102,7 @@ def tile_index(lines: list[str], in_shape, dims, kept_idx) -> list[str]:
     full = []
     for d in range(len(in_shape)):
         i = next(red_idx) if d in dims else next(kept)
-        full.append(i if i == "0" else (f"({i})[None, :]" if d in dims else f"({i})[:, None]"))
+        full.append(i if i == "0" else (f"({i}){ACROSS}" if d in dims else f"({i})[:, None]"))
     return full
 
 
