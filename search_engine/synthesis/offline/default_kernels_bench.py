@@ -234,6 +234,18 @@ NEIGHBOURS = {
 }
 
 
+# An experiment, not a template: the same kernels with every index in 32 bits (a textual
+# rewrite of the rendered source), to measure what 64-bit index math costs where every
+# offset fits in 31 bits (Inductor indexes in 32 bits there); the check against float64
+# shows any overflow as a wrong kernel.
+INDEX32_EXPERIMENTS = ("max_pool2d", "avg_pool1d", "avg_pool2d", "cross_entropy", "sum_dim",
+                       "conv2d_3x3", "conv_transpose2d")
+
+
+def index32(source: str) -> str:
+    return source.replace("tl.int64", "tl.int32")
+
+
 def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict") -> dict:
     """Render each problem's default kernel and its neighbours under `policy` (needs the
     project); under tf32, only the problems whose kernels have dots."""
@@ -254,6 +266,9 @@ def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict
             params = space.clamp(an, {**default, **overlay})
             if params != default and space.valid(an, params):
                 kernels[label] = {"params": params, "source": syn.render(source, params)}
+        if name in INDEX32_EXPERIMENTS:
+            kernels["default_i32"] = {"params": default,
+                                      "source": index32(kernels["default"]["source"])}
         data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels,
                       "policy": policy}
     out.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))
@@ -377,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the policy the kernels are rendered under and the baselines "
                              "run at (render)")
     parser.add_argument("--only", default="", help="comma-separated problem names")
+    parser.add_argument("--labels", default="",
+                        help="comma-separated kernel labels to time (default: every one)")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -393,6 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(args.kernels.read_text())
     # in --only's order, so a run cut by its time limit has timed what was asked first
     names = [n for n in args.only.split(",") if n in data] if args.only else list(data)
+    if args.labels:
+        labels = set(args.labels.split(","))
+        for name in names:
+            data[name]["kernels"] = {k: v for k, v in data[name]["kernels"].items()
+                                     if k in labels}
     copy_gbs = _copy_bandwidth()
     print(f"{torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}"
           f", copy {copy_gbs:.0f} GB/s", flush=True)
