@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import sys
 import tempfile
 import time
@@ -246,6 +247,24 @@ def index32(source: str) -> str:
     return source.replace("tl.int64", "tl.int32")
 
 
+# An experiment, not a template: the kernel's constant-trip loops (a pool's window taps, a
+# conv's taps) unrolled by tl.static_range, so every tap's load can be in flight at once
+# where the rolled loop waits for each before the next.
+UNROLL_EXPERIMENTS = {"max_pool2d": ("default",), "avg_pool1d": ("default", "flat"),
+                      "avg_pool2d": ("default",), "conv2d_3x3": ("default",),
+                      "conv_transpose2d": ("default",)}
+UNROLL_MAX_TRIPS = 128
+
+
+def unrolled(source: str) -> str:
+    def static(match):
+        trips = int(match.group(2))
+        if trips > UNROLL_MAX_TRIPS:
+            return match.group(0)
+        return f"for {match.group(1)} in tl.static_range({trips}):"
+    return re.sub(r"for (\w+) in range\((\d+)\):", static, source)
+
+
 def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict") -> dict:
     """Render each problem's default kernel and its neighbours under `policy` (needs the
     project); under tf32, only the problems whose kernels have dots."""
@@ -266,6 +285,10 @@ def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict
             params = space.clamp(an, {**default, **overlay})
             if params != default and space.valid(an, params):
                 kernels[label] = {"params": params, "source": syn.render(source, params)}
+        for label in UNROLL_EXPERIMENTS.get(name, ()):
+            if label in kernels:
+                kernels[f"{label}_unrolled"] = {"params": kernels[label]["params"],
+                                                "source": unrolled(kernels[label]["source"])}
         if name in INDEX32_EXPERIMENTS:
             kernels["default_i32"] = {"params": default,
                                       "source": index32(kernels["default"]["source"])}
