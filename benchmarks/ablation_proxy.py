@@ -13,7 +13,7 @@ import ast
 import hashlib
 import math
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import replace
 
 # A small GPU (4 SMs with an H200's per-SM bandwidth and FLOP/s, a short launch), so the
@@ -120,10 +120,16 @@ class ProxyExecutor:
         out: Future = Future()
 
         def done(f: Future) -> None:
+            if out.done():  # the search cancelled it (its time limit): nobody waits on it
+                return
             try:
-                out.set_result(self._proxied(request, f.result()))
+                result = self._proxied(request, f.result())
             except Exception as exc:  # the proxy failed: report, do not hang the search
-                out.set_exception(exc)
+                result = exc
+            try:
+                (out.set_exception if isinstance(result, Exception) else out.set_result)(result)
+            except InvalidStateError:  # cancelled between the check and now
+                pass
 
         base.add_done_callback(done)
         return out

@@ -72,6 +72,26 @@ def test_the_proxy_executor_keeps_the_verdict_and_evaluates_once(softmax, status
         assert first.speedup_vs_eager is None and first.reward == 1.0
 
 
+def test_a_cancelled_proxy_future_ignores_its_late_evaluation(softmax, caplog):
+    """The search cancels what is in flight at its time limit; the evaluation finishing
+    later must neither raise in its callback nor revive the cancelled future."""
+    synth, prob, an = softmax
+    pending = Future()
+
+    class SlowExecutor(CountingExecutor):
+        def submit(self, request):
+            self.calls += 1
+            return pending
+
+    executor = sa.ProxyExecutor(SlowExecutor(), synth)
+    source = synth.render(prob.source, templates.default_params(an, "interpreter", "strict"))
+    proxied = executor.submit(EvaluationRequest(prob.source, source, "interpreter"))
+    assert proxied.cancel()
+    with caplog.at_level("ERROR", logger="concurrent.futures"):
+        pending.set_result(EvaluationResult(status="correct", coverage=1.0, reward=1.0))
+    assert proxied.cancelled() and not caplog.records
+
+
 def test_evaluations_to_reach_the_no_skill_best():
     plain = [None, 1.0, 1.2, 1.1, 1.5, 1.4]
     skilled = [1.3, 1.5, 1.6]

@@ -7,14 +7,17 @@ Two steps, so the GPU machine needs only torch, triton and numpy:
     python -m search_engine.synthesis.offline.default_kernels_bench render
     # on the GPU: time them (a plain file run: nothing from the project is imported)
     python search_engine/synthesis/offline/default_kernels_bench.py time \
-        [--only softmax,layernorm] [--no-compile] [--out results.json]
+        [--only softmax,layernorm] [--labels default,default_i32] [--no-compile] \
+        [--out results.json]
 
 With `--precision tf32` (both steps) the GEMMs' and convolutions' kernels are rendered under
 the tf32 policy into their own JSON, and eager and compile run with TF32 on.
 
 Every candidate is checked on the GPU before it is timed: relative L2 error against an
 fp64 reference (fp32 eager's own error is printed beside it), so a fast wrong kernel shows.
-Times are medians of `triton.testing.do_bench` (L2 flushed between runs).
+Times are medians of `triton.testing.do_bench` (L2 flushed between runs). Beside each
+default stand its neighbours (other parameters) and two experiments that are not templates:
+`default_i32` (every index in 32 bits) and `*_unrolled` (constant-trip loops unrolled).
 """
 
 from __future__ import annotations
