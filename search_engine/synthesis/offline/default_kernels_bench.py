@@ -409,6 +409,18 @@ def _print_row(row: dict) -> None:
               flush=True)
 
 
+def select(data: dict, only: str, labels: str) -> list[str]:
+    """The problems `only` names (comma-separated, in its order; all when empty), keeping in
+    `data` only the kernels `labels` names (all when empty)."""
+    names = [n for n in only.split(",") if n in data] if only else list(data)
+    if labels:
+        keep = set(labels.split(","))
+        for name in names:
+            data[name]["kernels"] = {k: v for k, v in data[name]["kernels"].items()
+                                     if k in keep}
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["render", "time"])
@@ -435,12 +447,7 @@ def main(argv: list[str] | None = None) -> int:
 
     data = json.loads(args.kernels.read_text())
     # in --only's order, so a run cut by its time limit has timed what was asked first
-    names = [n for n in args.only.split(",") if n in data] if args.only else list(data)
-    if args.labels:
-        labels = set(args.labels.split(","))
-        for name in names:
-            data[name]["kernels"] = {k: v for k, v in data[name]["kernels"].items()
-                                     if k in labels}
+    names = select(data, args.only, args.labels)
     copy_gbs = _copy_bandwidth()
     print(f"{torch.cuda.get_device_name()} torch {torch.__version__} triton {triton.__version__}"
           f", copy {copy_gbs:.0f} GB/s", flush=True)

@@ -1,0 +1,62 @@
+"""The default-kernel bench's experiments stay the same kernels: the 32-bit index variant and
+the unrolled-loop variant of a default compute what the reference computes (interpreter),
+change only what they name, and `--only`/`--labels` pick the problems and kernels timed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from search_engine.synthesis.offline import OfflineSynthesizer
+from search_engine.synthesis.offline import default_kernels_bench as bench
+from search_engine.synthesis.offline.synthesizer import family_module
+from tests.search_engine.synthesis.conftest import run_candidate
+
+CASES = {
+    "max_pool": bench._problem("self.pool(x)", "torch.randn(2, 3, 20, 20)",
+                               "self.pool = nn.MaxPool2d(4, stride=2, padding=1)"),
+    "conv": bench._problem("self.conv(x)", "torch.randn(2, 8, 10, 10)",
+                           "self.conv = nn.Conv2d(8, 16, 3)"),
+    "cross_entropy": bench._problem("torch.nn.functional.cross_entropy(x, t)",
+                                    "torch.randn(8, 37), torch.randint(0, 37, (8,))",
+                                    args="x, t"),
+}
+
+
+def _default_source(source: str) -> str:
+    syn = OfflineSynthesizer()
+    an = syn.analysis(source)
+    return syn.render(source, family_module(an).default_params(an, "h200", "strict"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("variant", ["index32", "unrolled"])
+def test_an_experiment_is_the_same_kernel(name, variant, tmp_path):
+    source = CASES[name]
+    kernel = getattr(bench, variant)(_default_source(source))
+    expected, got, launched = run_candidate(source, kernel, tmp_path)
+    assert launched
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_the_experiments_change_only_what_they_name():
+    source = _default_source(CASES["max_pool"])
+    assert "tl.int64" in source and "tl.int64" not in bench.index32(source)
+    assert bench.index32(source).count("tl.int32") >= source.count("tl.int64")
+    assert "for w in range(16):" in source
+    unrolled = bench.unrolled(source)
+    assert "for w in tl.static_range(16):" in unrolled
+    assert unrolled.replace("tl.static_range(16)", "range(16)") == source
+    wide = "    for w in range(%d):\n" % (bench.UNROLL_MAX_TRIPS + 1)
+    assert bench.unrolled(wide) == wide  # a long loop stays rolled
+    assert bench.unrolled("    for k in range(0, K, BLOCK_K):\n") == \
+        "    for k in range(0, K, BLOCK_K):\n"
+
+
+def test_only_and_labels_pick_problems_and_kernels():
+    data = {"a": {"kernels": {"default": 1, "default_i32": 2, "wide": 3}},
+            "b": {"kernels": {"default": 4}}, "c": {"kernels": {"default": 5}}}
+    assert bench.select(data, "c,a,missing", "default,default_i32") == ["c", "a"]
+    assert data["a"]["kernels"] == {"default": 1, "default_i32": 2}
+    assert data["b"]["kernels"] == {"default": 4}  # not asked for: untouched
+    assert bench.select(data, "", "") == ["a", "b", "c"]
