@@ -17,7 +17,8 @@ Every candidate is checked on the GPU before it is timed: relative L2 error agai
 fp64 reference (fp32 eager's own error is printed beside it), so a fast wrong kernel shows.
 Times are medians of `triton.testing.do_bench` (L2 flushed between runs). Beside each
 default stand its neighbours (other parameters) and two experiments that are not templates:
-`default_i32` (every index in 32 bits) and `*_unrolled` (constant-trip loops unrolled).
+`default_i32` (every index in 32 bits), `*_unrolled` (constant-trip loops unrolled) and
+`*_evict_last` (a pool's window loads kept in L2).
 """
 
 from __future__ import annotations
@@ -177,7 +178,17 @@ TF32_GEMM_NEIGHBOURS = {
     "tma_n256_b_as_stored": {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3,
                              "B_KMAJOR": 0},
     "tma_n128_k32_s5": {"TMA": 1, "BLOCK_N": 128, "BLOCK_K": 32, "num_stages": 5},
-    "tma_n128_k64_s4": {"TMA": 1, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 4}}
+    "tma_n128_k64_s4": {"TMA": 1, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 4},
+    # 256x128 tiles over two warpgroups (not measured yet)
+    "tma_m256_n128_k32_s3": {"TMA": 1, "BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32,
+                             "num_stages": 3},
+    "tma_m256_n128_k32_s4": {"TMA": 1, "BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 32,
+                             "num_stages": 4},
+    # a persistent grid walking the tiles (not measured yet)
+    "tma_persistent_n128_k32_s4": {"TMA": 1, "PERSISTENT": 1, "BLOCK_N": 128, "BLOCK_K": 32,
+                                   "num_stages": 4},
+    "tma_persistent_n256_k32_s2": {"TMA": 1, "PERSISTENT": 1, "BLOCK_N": 256, "BLOCK_K": 32,
+                                   "num_stages": 2}}
 CONVS = ("conv2d_3x3", "conv2d_dilated", "conv3d_relu", "conv_transpose2d", "conv_transpose3d")
 TF32_NEIGHBOURS = {"matmul": TF32_GEMM_NEIGHBOURS, "gemm_bias_relu": TF32_GEMM_NEIGHBOURS,
                    **{name: TF32_CONV_NEIGHBOURS for name in CONVS}}
@@ -228,12 +239,15 @@ NEIGHBOURS = {
                "m64_4w": {"BLOCK_M": 64, "num_warps": 4, "num_stages": 4},
                "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
                "tma_n256": {"TMA": 1, "BLOCK_N": 256},
-               "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0}},
+               "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0},
+               "m256_k32_s3": {"BLOCK_M": 256, "BLOCK_K": 32, "num_stages": 3},
+               "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4}},
     "gemm_bias_relu": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                        "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
                        "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
-                       "tma_n256": {"TMA": 1, "BLOCK_N": 256}},
+                       "tma_n256": {"TMA": 1, "BLOCK_N": 256},
+                       "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4}},
     **{name: CONV_NEIGHBOURS for name in CONVS},
 }
 
@@ -257,6 +271,17 @@ UNROLL_EXPERIMENTS = {"max_pool2d": ("default",), "avg_pool1d": ("default", "fla
                       "avg_pool2d": ("default",), "conv2d_3x3": ("default",),
                       "conv_transpose2d": ("default",)}
 UNROLL_MAX_TRIPS = 128
+
+# An experiment, not a template: a pool's window loads marked evict-last, so the input rows
+# that neighbouring windows share stay in L2 (Inductor marks its pool loads so; its
+# MaxPool2d kernel compiles to about the same instructions as ours otherwise).
+EVICT_LAST_EXPERIMENTS = {"max_pool2d": ("default", "flat_128"), "avg_pool1d": ("default",),
+                          "avg_pool2d": ("default",)}
+
+
+def evict_last(source: str) -> str:
+    return source.replace(", mask=vmask, other=0.0)",
+                          ", mask=vmask, other=0.0, eviction_policy='evict_last')")
 
 
 def unrolled(source: str) -> str:
@@ -292,6 +317,11 @@ def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict
             if label in kernels:
                 kernels[f"{label}_unrolled"] = {"params": kernels[label]["params"],
                                                 "source": unrolled(kernels[label]["source"])}
+        for label in EVICT_LAST_EXPERIMENTS.get(name, ()):
+            if label in kernels:
+                kernels[f"{label}_evict_last"] = {
+                    "params": kernels[label]["params"],
+                    "source": evict_last(kernels[label]["source"])}
         if name in INDEX32_EXPERIMENTS:
             kernels["default_i32"] = {"params": default,
                                       "source": index32(kernels["default"]["source"])}

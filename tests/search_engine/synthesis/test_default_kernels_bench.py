@@ -30,7 +30,7 @@ def _default_source(source: str) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("variant", ["index32", "unrolled"])
+@pytest.mark.parametrize("variant", ["index32", "unrolled", "evict_last"])
 def test_an_experiment_is_the_same_kernel(name, variant, tmp_path):
     source = CASES[name]
     kernel = getattr(bench, variant)(_default_source(source))
@@ -51,6 +51,8 @@ def test_the_experiments_change_only_what_they_name():
     assert bench.unrolled(wide) == wide  # a long loop stays rolled
     assert bench.unrolled("    for k in range(0, K, BLOCK_K):\n") == \
         "    for k in range(0, K, BLOCK_K):\n"
+    hinted = bench.evict_last(source)
+    assert hinted.count("eviction_policy='evict_last'") == source.count("mask=vmask") == 1
 
 
 def test_only_and_labels_pick_problems_and_kernels():

@@ -23,12 +23,15 @@ from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PREC
 from search_engine.synthesis.offline.writers import codegen, matmul, rows, rows_coop
 from search_engine.synthesis.offline.writers.fused import render  # noqa: F401 (their writer)
 
+# matmul BLOCK_M 256: a 256x128 tile over two warpgroups (128 accumulator registers a thread
+# at 8 warps; 32-deep fp32 stages fit four in the H200's shared memory) is the shape vendor
+# tf32 GEMMs favour; the resource check prunes the tiles it cannot hold.
 SPACES: dict[str, dict[str, list]] = {
     "elementwise": {"BLOCK": [256, 512, 1024, 2048, 4096], "num_warps": [1, 2, 4, 8]},
     "rows": {"ROWS": [1, 2, 4, 8, 16, 32, 64, 128, 256],
              "BLOCK_R": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8, 16],
              "SPLIT": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]},
-    "matmul": {"BLOCK_M": [16, 32, 64, 128], "BLOCK_N": [16, 32, 64, 128, 256],
+    "matmul": {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [16, 32, 64, 128, 256],
                "BLOCK_K": [16, 32, 64, 128], "GROUP_M": [1, 4, 8], "num_warps": [2, 4, 8],
                "num_stages": [1, 2, 3, 4, 5], "SPLIT_K": [1, 2, 4, 8]},
 }
@@ -75,7 +78,8 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
         params = clamp(an, _default_rows(row_length(an), row_inner(an), target, few_rows))
         return _coop_default(an, _column_default(an, params), target)
     params = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
-              "num_stages": 3, "SPLIT_K": 1, "PRECISION": STRICT_DOT_PRECISION, "TMA": 0}
+              "num_stages": 3, "SPLIT_K": 1, "PRECISION": STRICT_DOT_PRECISION, "TMA": 0,
+              "PERSISTENT": 0}
     if target != "interpreter":
         # H100/H200 class: 128x128x64 tiles, 8 warps, 3 stages keep the tensor cores fed
         # while A+B tiles (2 x 32 KiB fp32 per stage) stay inside shared memory (measured on
@@ -237,6 +241,9 @@ def valid(an: Analysis, params: dict[str, Any]) -> bool:
         return False
     if an.family == "matmul" and params.get("B_KMAJOR") and not matmul.b_kmajor_applies(an):
         return False
+    if an.family == "matmul" and params.get("PERSISTENT") and \
+            not matmul.persistent_applies(an, params):
+        return False
     return True
 
 
@@ -314,6 +321,7 @@ MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
         "dot_ieee": _set("PRECISION", "ieee"),
         "to_tma": _set("TMA", 1), "tma_off": _set("TMA", 0),
         "b_kmajor": _set("B_KMAJOR", 1), "b_as_stored": _set("B_KMAJOR", 0),
+        "to_persistent": _set("PERSISTENT", 1), "persistent_off": _set("PERSISTENT", 0),
         "tail_rows_up": _step("tail_ROWS", 1, "rows"),
         "tail_warps_up": _step("tail_num_warps", 1, "rows"),
         "tail_to_looped": _set("tail_variant", "looped"),
@@ -332,9 +340,9 @@ MOVES_BY_DIAGNOSIS = {
                "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tail_to_online",
                "tail_rows_up"],
     "compute": ["dot_tf32x3", "b_kmajor", "to_tma", "tile_m_up", "tile_n_up", "stages_up", "tf32", "warps_up",
-                "tile_k_up", "group_m_up"],
+                "tile_k_up", "group_m_up", "to_persistent"],
     "latency": ["to_split", "split_up", "warps_down", "rows_down", "split_k_up", "tile_m_down", "tile_n_down",
-                "block_down", "chunk_down", "warps_up", "tail_warps_up"],
+                "block_down", "chunk_down", "warps_up", "tail_warps_up", "to_persistent"],
 }
 
 
@@ -375,6 +383,9 @@ MOVE_REASONS = {
     "b_kmajor": "B copied K-major first: fp32 (tf32) tensor-core operands must be K-major "
                 "in shared memory, an N-major B falls off the fast MMA path",
     "b_as_stored": "B read as stored: no copy (small M, or 16-bit operands)",
+    "to_persistent": "a persistent grid (two programs an SM walking the tiles): a tile's "
+                     "epilogue overlaps the next tile's loads, no partial last wave",
+    "persistent_off": "one program a tile",
 }
 
 

@@ -60,6 +60,38 @@ def tma_loop(a_transposed: bool, b_transposed: bool) -> list[str]:
             "    acc = tl.dot(a, b, acc, input_precision=PRECISION)"]
 
 
+# PERSISTENT: one program per SM slot walks the output tiles (tile, tile + programs, ...), so
+# Triton's pipeliner overlaps a tile's epilogue and the next tile's first loads (a flattened
+# loop nest) and the grid has no partial last wave of launches. Programs per SM: two, so a
+# program's epilogue overlaps another's main loop where the tiles allow two resident.
+PERSISTENT_PROGRAMS_PER_SM = 2
+PERSISTENT_CPU_PROGRAMS = 4  # the interpreter: a few programs, each taking several tiles
+
+
+def persistent_applies(an: Analysis, params: dict) -> bool:
+    """A persistent grid covers one 2-D tile space: no batch axis, no split K."""
+    return not is_batched(an) and params.get("SPLIT_K", 1) == 1
+
+
+def persistent_body(body: list[str]) -> list[str]:
+    """`body` (the preamble, the K loop and the epilogue of one tile at `pid`) inside the
+    loop over the tiles this program takes."""
+    head = ["pid_k = tl.program_id(1)", "batch = tl.program_id(2)",
+            "num_pid_m = tl.cdiv(M, BLOCK_M)", "num_pid_n = tl.cdiv(N, BLOCK_N)",
+            "for pid in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, "
+            "flatten=True):"]
+    skip = ("pid = ", "pid_k = ", "batch = ", "num_pid_m = ", "num_pid_n = ")
+    return head + ["    " + line for line in body if not line.startswith(skip)]
+
+
+def _persistent_launch(tiles: str) -> list[str]:
+    """Host lines: how many programs the persistent grid runs (`kh_programs`)."""
+    return [f"kh_tiles = {tiles}",
+            "kh_programs = min(kh_tiles, torch.cuda.get_device_properties(kh_a.device)"
+            f".multi_processor_count * {PERSISTENT_PROGRAMS_PER_SM} if kh_a.is_cuda "
+            f"else {PERSISTENT_CPU_PROGRAMS})"]
+
+
 def _transposed(an: Analysis) -> tuple[bool, bool]:
     mm = an.nodes[an.matmul]
     return tuple(an.nodes[r].op == "transpose" for r in mm.refs())
@@ -191,7 +223,15 @@ def render(an: Analysis, params):
     launch_tail = (f"BLOCK_K={params['BLOCK_K']}, SPLIT_K={split_k}, "
                    f"PRECISION='{params['PRECISION']}', num_warps={params['num_warps']}, "
                    f"num_stages={params['num_stages']})")
-    if split_k == 1:
+    if params.get("PERSISTENT"):  # split K 1, unbatched: see persistent_applies
+        mm_kernel.params += common + ["NUM_PROGRAMS"] + leaf_params + block_params
+        mm_kernel.body = persistent_body(body + epi)
+        kernels.append(mm_kernel)
+        fwd += _persistent_launch(tiles)
+        fwd.append(f"{MATMUL_KERNEL}[(kh_programs, 1, 1)]("
+                   f"{mm_args.format(out='kh_y')}, kh_programs{leaf_args}, "
+                   f"{consts}{launch_tail}")
+    elif split_k == 1:
         mm_kernel.params += common + leaf_params + block_params
         mm_kernel.body = body + epi
         kernels.append(mm_kernel)
