@@ -10,7 +10,7 @@ import torch
 from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline import default_kernels_bench as bench
 from search_engine.synthesis.offline.synthesizer import family_module
-from tests.search_engine.synthesis.conftest import run_candidate
+from .conftest import run_candidate
 
 CASES = {
     "max_pool": bench._problem("self.pool(x)", "torch.randn(2, 3, 20, 20)",
