@@ -252,45 +252,55 @@ NEIGHBOURS = {
 }
 
 
-# An experiment, not a template: the same kernels with every index in 32 bits (a textual
-# rewrite of the rendered source), to measure what 64-bit index math costs where every
-# offset fits in 31 bits (Inductor indexes in 32 bits there); the check against float64
-# shows any overflow as a wrong kernel.
-INDEX32_EXPERIMENTS = ("max_pool2d", "avg_pool1d", "avg_pool2d", "cross_entropy", "sum_dim",
-                       "conv2d_3x3", "conv_transpose2d")
+# Experiments, not templates: textual rewrites of a rendered kernel, timed beside it as
+# "<label>_<suffix>"; the check against float64 shows any rewrite that broke a kernel.
+UNROLL_MAX_TRIPS = 128
 
 
 def index32(source: str) -> str:
+    """Every index in 32 bits: what 64-bit index math costs where every offset fits in 31
+    bits (Inductor indexes in 32 bits there)."""
     return source.replace("tl.int64", "tl.int32")
 
 
-# An experiment, not a template: the kernel's constant-trip loops (a pool's window taps, a
-# conv's taps) unrolled by tl.static_range, so every tap's load can be in flight at once
-# where the rolled loop waits for each before the next.
-UNROLL_EXPERIMENTS = {"max_pool2d": ("default",), "avg_pool1d": ("default", "flat"),
-                      "avg_pool2d": ("default",), "conv2d_3x3": ("default",),
-                      "conv_transpose2d": ("default",)}
-UNROLL_MAX_TRIPS = 128
-
-# An experiment, not a template: a pool's window loads marked evict-last, so the input rows
-# that neighbouring windows share stay in L2 (Inductor marks its pool loads so; its
-# MaxPool2d kernel compiles to about the same instructions as ours otherwise).
-EVICT_LAST_EXPERIMENTS = {"max_pool2d": ("default", "flat_128"), "avg_pool1d": ("default",),
-                          "avg_pool2d": ("default",)}
-
-
-def evict_last(source: str) -> str:
-    return source.replace(", mask=vmask, other=0.0)",
-                          ", mask=vmask, other=0.0, eviction_policy='evict_last')")
-
-
 def unrolled(source: str) -> str:
+    """Constant-trip loops (a pool's window taps, a conv's taps) unrolled by tl.static_range,
+    so every tap's load can be in flight at once where the rolled loop waits for each."""
     def static(match):
         trips = int(match.group(2))
         if trips > UNROLL_MAX_TRIPS:
             return match.group(0)
         return f"for {match.group(1)} in tl.static_range({trips}):"
     return re.sub(r"for (\w+) in range\((\d+)\):", static, source)
+
+
+def evict_last(source: str) -> str:
+    """A pool's window loads marked evict-last, so the input rows neighbouring windows share
+    stay in L2 (Inductor marks its pool loads so; its MaxPool2d kernel compiles to about the
+    same instructions as ours otherwise)."""
+    return source.replace(", mask=vmask, other=0.0)",
+                          ", mask=vmask, other=0.0, eviction_policy='evict_last')")
+
+
+# suffix: (rewrite, {problem: labels of the kernels it rewrites})
+_POOLS = ("max_pool2d", "avg_pool1d", "avg_pool2d")
+EXPERIMENTS = {
+    "i32": (index32, {name: ("default",) for name in
+                      (*_POOLS, "cross_entropy", "sum_dim", "conv2d_3x3", "conv_transpose2d")}),
+    "unrolled": (unrolled, {"max_pool2d": ("default",), "avg_pool1d": ("default", "flat"),
+                            "avg_pool2d": ("default",), "conv2d_3x3": ("default",),
+                            "conv_transpose2d": ("default",)}),
+    "evict_last": (evict_last, {"max_pool2d": ("default", "flat_128"),
+                                "avg_pool1d": ("default",), "avg_pool2d": ("default",)}),
+}
+
+
+def _experiments(name: str, kernels: dict) -> dict:
+    """The experiments' rewrites of `kernels` for problem `name`, by label."""
+    return {f"{label}_{suffix}": {"params": kernels[label]["params"],
+                                  "source": rewrite(kernels[label]["source"])}
+            for suffix, (rewrite, by_problem) in EXPERIMENTS.items()
+            for label in by_problem.get(name, ()) if label in kernels}
 
 
 def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict") -> dict:
@@ -313,18 +323,7 @@ def render(out: Path = KERNELS_JSON, target: str = "h200", policy: str = "strict
             params = space.clamp(an, {**default, **overlay})
             if params != default and space.valid(an, params):
                 kernels[label] = {"params": params, "source": syn.render(source, params)}
-        for label in UNROLL_EXPERIMENTS.get(name, ()):
-            if label in kernels:
-                kernels[f"{label}_unrolled"] = {"params": kernels[label]["params"],
-                                                "source": unrolled(kernels[label]["source"])}
-        for label in EVICT_LAST_EXPERIMENTS.get(name, ()):
-            if label in kernels:
-                kernels[f"{label}_evict_last"] = {
-                    "params": kernels[label]["params"],
-                    "source": evict_last(kernels[label]["source"])}
-        if name in INDEX32_EXPERIMENTS:
-            kernels["default_i32"] = {"params": default,
-                                      "source": index32(kernels["default"]["source"])}
+        kernels.update(_experiments(name, kernels))
         data[name] = {"problem": source, "work": work, "unit": unit, "kernels": kernels,
                       "policy": policy}
     out.write_text(json.dumps(data, indent=1, sort_keys=True, default=str))

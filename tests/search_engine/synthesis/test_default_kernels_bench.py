@@ -1,5 +1,5 @@
-"""The default-kernel bench's experiments stay the same kernels: the 32-bit index variant and
-the unrolled-loop variant of a default compute what the reference computes (interpreter),
+"""The default-kernel bench's experiments stay the same kernels: the 32-bit index, unrolled-loop
+and evict-last variants of a default compute what the reference computes (interpreter),
 change only what they name, and `--only`/`--labels` pick the problems and kernels timed."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from .conftest import run_candidate
 CASES = {
     "max_pool": bench._problem("self.pool(x)", "torch.randn(2, 3, 20, 20)",
                                "self.pool = nn.MaxPool2d(4, stride=2, padding=1)"),
-    "conv": bench._problem("self.conv(x)", "torch.randn(2, 8, 10, 10)",
-                           "self.conv = nn.Conv2d(8, 16, 3)"),
+    "conv": bench._problem("self.conv(x)", "torch.randn(2, 16, 10, 10)",
+                           "self.conv = nn.Conv2d(16, 16, 3)"),
     "cross_entropy": bench._problem("torch.nn.functional.cross_entropy(x, t)",
                                     "torch.randn(8, 37), torch.randint(0, 37, (8,))",
                                     args="x, t"),
@@ -29,11 +29,16 @@ def _default_source(source: str) -> str:
     return syn.render(source, family_module(an).default_params(an, "h200", "strict"))
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("variant", ["index32", "unrolled", "evict_last"])
+# each rewrite on the kernels it changes (a rewrite that leaves a kernel as it was proves
+# nothing here: the pick needs no constant-trip loop, only the pool has window loads)
+@pytest.mark.parametrize("name, variant", [
+    ("max_pool", "index32"), ("conv", "index32"), ("cross_entropy", "index32"),
+    ("max_pool", "unrolled"), ("conv", "unrolled"), ("max_pool", "evict_last")])
 def test_an_experiment_is_the_same_kernel(name, variant, tmp_path):
     source = CASES[name]
-    kernel = getattr(bench, variant)(_default_source(source))
+    default = _default_source(source)
+    kernel = getattr(bench, variant)(default)
+    assert kernel != default
     expected, got, launched = run_candidate(source, kernel, tmp_path)
     assert launched
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)

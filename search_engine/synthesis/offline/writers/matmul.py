@@ -16,12 +16,15 @@ from search_engine.synthesis.offline.writers import codegen, rows
 from search_engine.synthesis.offline.writers.codegen import operand, pointwise
 
 
-MATMUL_PREAMBLE = """\
-pid = tl.program_id(0)
+# the grid's axes and tile counts, then the tile of program `pid` (a persistent program
+# walks several: `persistent_body`)
+MATMUL_GRID = """\
 pid_k = tl.program_id(1)
 batch = tl.program_id(2)
 num_pid_m = tl.cdiv(M, BLOCK_M)
-num_pid_n = tl.cdiv(N, BLOCK_N)
+num_pid_n = tl.cdiv(N, BLOCK_N)"""
+
+MATMUL_TILE = """\
 num_pid_in_group = GROUP_M * num_pid_n
 group_id = pid // num_pid_in_group
 first_pid_m = group_id * GROUP_M
@@ -31,6 +34,8 @@ pid_n = (pid % num_pid_in_group) // group_size_m
 rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
 rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
 tile_mask = (rm[:, None] < M) & (rn[None, :] < N)"""
+
+MATMUL_PREAMBLE = "pid = tl.program_id(0)\n" + MATMUL_GRID + "\n" + MATMUL_TILE
 
 MATMUL_LOOP = """\
 rk = tl.arange(0, BLOCK_K)
@@ -73,15 +78,13 @@ def persistent_applies(an: Analysis, params: dict) -> bool:
     return not is_batched(an) and params.get("SPLIT_K", 1) == 1
 
 
-def persistent_body(body: list[str]) -> list[str]:
-    """`body` (the preamble, the K loop and the epilogue of one tile at `pid`) inside the
-    loop over the tiles this program takes."""
-    head = ["pid_k = tl.program_id(1)", "batch = tl.program_id(2)",
-            "num_pid_m = tl.cdiv(M, BLOCK_M)", "num_pid_n = tl.cdiv(N, BLOCK_N)",
-            "for pid in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, "
-            "flatten=True):"]
-    skip = ("pid = ", "pid_k = ", "batch = ", "num_pid_m = ", "num_pid_n = ")
-    return head + ["    " + line for line in body if not line.startswith(skip)]
+def persistent_body(tile: list[str]) -> list[str]:
+    """`tile` (the K loop and the epilogue of the tile at `pid`, after MATMUL_TILE) inside
+    the loop over the tiles this program takes."""
+    head = MATMUL_GRID.splitlines() + [
+        "for pid in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, "
+        "flatten=True):"]
+    return head + ["    " + line for line in MATMUL_TILE.splitlines() + tile]
 
 
 def _persistent_launch(tiles: str) -> list[str]:
@@ -225,7 +228,7 @@ def render(an: Analysis, params):
                    f"num_stages={params['num_stages']})")
     if params.get("PERSISTENT"):  # split K 1, unbatched: see persistent_applies
         mm_kernel.params += common + ["NUM_PROGRAMS"] + leaf_params + block_params
-        mm_kernel.body = persistent_body(body + epi)
+        mm_kernel.body = persistent_body(loop + epi)
         kernels.append(mm_kernel)
         fwd += _persistent_launch(tiles)
         fwd.append(f"{MATMUL_KERNEL}[(kh_programs, 1, 1)]("
