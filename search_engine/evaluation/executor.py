@@ -62,10 +62,15 @@ class LocalExecutor:
     def _warm_pool_size(self, config: EvaluationConfig, interpreter: bool) -> int:
         """One spare per pool on the interpreter (cheap starts); on a GPU two per worker and
         at least four, since a start (seconds, CUPTI included) outlasts a later candidate's
-        evaluation."""
+        evaluation, and at least one screening's lanes, which it takes all at once (cold
+        starts there ran 3-11 s a lane, on the screening's clock)."""
         if config.warm_pool_size > 0:
             return config.warm_pool_size
-        return self.max_workers + 1 if interpreter else max(4, 2 * self.max_workers)
+        if interpreter:
+            return self.max_workers + 1
+        from search_engine.evaluation.screening import gpu_lanes
+
+        return max(4, 2 * self.max_workers, gpu_lanes(config))
 
     def submit(self, request: EvaluationRequest) -> Future[EvaluationResult]:
         return self._cancellable(self._run_in, request)

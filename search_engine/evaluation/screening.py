@@ -175,12 +175,19 @@ def screen(problem_source: Problem | str | Path, sources: list[str],
 
 
 def _default_workers(hw: HardwareTarget, count: int) -> int:
-    """One sandbox on the interpreter; on a GPU, up to half the cores compile in parallel
-    (each sandbox compiles its share, which is most of a configuration's time; timing takes
-    the GPU lock in turn)."""
+    """One sandbox on the interpreter; on a GPU, up to `gpu_lanes()` compile in parallel."""
     if hw.is_interpreter:
         return 1
-    return max(1, min(count, (os.cpu_count() or 4) // 2, 8))
+    return max(1, min(count, gpu_lanes()))
+
+
+def gpu_lanes(config: EvaluationConfig | None = None) -> int:
+    """The sandboxes a GPU screening of many configurations spreads over: the configured
+    `screen_lanes`, else up to half the cores (each sandbox compiles its share, which is
+    most of a configuration's time; timing takes the GPU lock in turn)."""
+    if config is not None and config.screen_lanes:
+        return config.screen_lanes
+    return max(1, min((os.cpu_count() or 4) // 2, 8))
 
 
 def _chunks(runs: list, workers: int) -> list[list]:

@@ -115,3 +115,17 @@ def test_a_bad_skills_file_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         sa.main(["--families", "nope"])
     assert "unknown families" in capsys.readouterr().err
+
+
+def test_every_family_sizes_a_problem_the_synthesizer_covers():
+    """Each family's distil and target sizes build its library problem; at the tiny scale
+    the offline synthesizer analyses every one (the conv family included)."""
+    from search_engine.synthesis.offline import OfflineSynthesizer
+
+    synth = OfflineSynthesizer()
+    for family, (_, scales) in sa.FAMILIES.items():
+        for scale, (distil_sizes, targets) in scales.items():
+            for sizes in [distil_sizes, *targets]:
+                prob = sa.problem(family, sizes)
+                if scale == "tiny":
+                    assert synth.analysis(prob.source).family, (family, sizes)

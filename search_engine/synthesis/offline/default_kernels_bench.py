@@ -17,8 +17,9 @@ Every candidate is checked on the GPU before it is timed: relative L2 error agai
 fp64 reference (fp32 eager's own error is printed beside it), so a fast wrong kernel shows.
 Times are medians of `triton.testing.do_bench` (L2 flushed between runs). Beside each
 default stand its neighbours (other parameters) and two experiments that are not templates:
-`default_i32` (every index in 32 bits), `*_unrolled` (constant-trip loops unrolled) and
-`*_evict_last` (a pool's window loads kept in L2).
+`default_i32` (every index in 32 bits), `*_unrolled` (constant-trip loops unrolled),
+`*_evict_last` (a pool's window loads kept in L2) and `*_ldpoll` (the coop wait polls with
+loads).
 """
 
 from __future__ import annotations
@@ -198,7 +199,19 @@ COOP_NEIGHBOURS = {"online_4096_8w": {"variant": "online", "BLOCK_R": 4096, "num
                    "coop_8192_4w": {"variant": "coop", "BLOCK_R": 8192, "num_warps": 4},
                    "coop_4096_4w": {"variant": "coop", "BLOCK_R": 4096, "num_warps": 4},
                    "coop_16384_8w": {"variant": "coop", "BLOCK_R": 16384, "num_warps": 8},
-                   "coop_16384_16w": {"variant": "coop", "BLOCK_R": 16384, "num_warps": 16}}
+                   "coop_16384_16w": {"variant": "coop", "BLOCK_R": 16384, "num_warps": 16},
+                   # more, smaller programs a row: more rows in flight between the waits
+                   "coop_8192_8w": {"variant": "coop", "BLOCK_R": 8192, "num_warps": 8},
+                   "coop_4096_2w": {"variant": "coop", "BLOCK_R": 4096, "num_warps": 2},
+                   # a row's partials published an iteration ahead of its wait
+                   "coop_ahead": {"variant": "coop", "BLOCK_R": 8192, "num_warps": 4,
+                                  "COOP_AHEAD": 1},
+                   "coop_8192_8w_ahead": {"variant": "coop", "BLOCK_R": 8192, "num_warps": 8,
+                                          "COOP_AHEAD": 1},
+                   "coop_8192_16w_ahead": {"variant": "coop", "BLOCK_R": 8192, "num_warps": 16,
+                                           "COOP_AHEAD": 1},
+                   "coop_4096_8w_ahead": {"variant": "coop", "BLOCK_R": 4096, "num_warps": 8,
+                                          "COOP_AHEAD": 1}}
 
 POOL_NEIGHBOURS = {"flat": {"POOL_TILE": 0}, "tile": {"POOL_TILE": 1},
                    "flat_8w": {"POOL_TILE": 0, "num_warps": 8},
@@ -218,7 +231,9 @@ NEIGHBOURS = {
                   "online_unsplit": {"variant": "online", "SPLIT": 1}},
     "rmsnorm_wide": {"split128": {"SPLIT": 128}, "split512": {"SPLIT": 512}, **COOP_NEIGHBOURS},
     "rmsnorm": {"rows128": {"ROWS": 128}, "rows64_4w": {"ROWS": 64, "num_warps": 4},
-                "rows16": {"ROWS": 16}},
+                "rows16": {"ROWS": 16},
+                # the default's 256 rows (the space's most) over more or fewer warps
+                "rows256_16w": {"num_warps": 16}, "rows256_4w": {"num_warps": 4}},
     "gelu_mingpt": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
                     "block4096_8w": {"BLOCK": 4096, "num_warps": 8}},
     "softplus": {"block2048_8w": {"BLOCK": 2048, "num_warps": 8},
@@ -228,7 +243,9 @@ NEIGHBOURS = {
                 "looped_rows64_r256": {"variant": "looped", "ROWS": 64, "BLOCK_R": 256},
                 "looped_rows256_r64": {"variant": "looped", "ROWS": 256, "BLOCK_R": 64}},
     "mse": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},
-    "frobenius": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096}},
+    "frobenius": {"split256": {"SPLIT": 256}, "split4096": {"SPLIT": 4096},
+                  "split2048": {"SPLIT": 2048}, "split8192": {"SPLIT": 8192},
+                  "split4096_r4096_16w": {"SPLIT": 4096, "BLOCK_R": 4096, "num_warps": 16}},
     "cross_entropy": {"block_r1024": {"BLOCK_R": 1024}, "block_r4096_8w": {"BLOCK_R": 4096,
                                                                             "num_warps": 8},
                       "rows1": {"BLOCK_O": 1}, "warps4": {"num_warps": 4}},
@@ -282,6 +299,20 @@ def evict_last(source: str) -> str:
                           ", mask=vmask, other=0.0, eviction_policy='evict_last')")
 
 
+def load_poll(source: str) -> str:
+    """The coop kernel's wait polls its counter with plain volatile loads (served in
+    parallel from L2) and takes the acquire once, after the count is complete, instead of
+    an atomic read-modify-write per poll (serialised on the counter's L2 slice)."""
+    def poll(match):
+        indent, counter = match.group(1), match.group(2)
+        return (f"{indent}while (seen < SPLIT) & (spins < SPIN_LIMIT):\n"
+                f"{indent}    seen = tl.load({counter}, volatile=True)\n"
+                f"{indent}    spins += 1\n"
+                f"{indent}seen = tl.atomic_add({counter}, 0, sem='acquire')\n")
+    return re.sub(r"( *)while \(seen < SPLIT\) & \(spins < SPIN_LIMIT\):\n *seen = "
+                  r"tl\.atomic_add\((.*?), 0, sem='acquire'\)\n *spins \+= 1\n", poll, source)
+
+
 # suffix: (rewrite, {problem: labels of the kernels it rewrites})
 _POOLS = ("max_pool2d", "avg_pool1d", "avg_pool2d")
 EXPERIMENTS = {
@@ -292,6 +323,8 @@ EXPERIMENTS = {
                             "conv_transpose2d": ("default",)}),
     "evict_last": (evict_last, {"max_pool2d": ("default", "flat_128"),
                                 "avg_pool1d": ("default",), "avg_pool2d": ("default",)}),
+    "ldpoll": (load_poll, {name: ("default", "coop_ahead") for name in ("softmax",
+                                                                       "log_softmax")}),
 }
 
 

@@ -2,6 +2,7 @@
 
 import threading
 import time
+from unittest.mock import patch
 
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.executor import LocalExecutor
@@ -54,6 +55,11 @@ def test_warm_pool_is_sized_for_gpu_start_up_times():
     with LocalExecutor(max_workers=1, config=auto, warm_sandboxes=False) as one, \
             LocalExecutor(max_workers=4, config=auto, warm_sandboxes=False) as four:
         assert one._warm_pool_size(auto, interpreter=True) == 2
-        assert one._warm_pool_size(auto, interpreter=False) == 4
         assert four._warm_pool_size(auto, interpreter=False) == 8
         assert four._warm_pool_size(EvaluationConfig(warm_pool_size=3), interpreter=False) == 3
+    # a screening takes its lanes at once: the GPU pool holds at least that many warm
+    with patch("os.cpu_count", return_value=16):
+        assert one._warm_pool_size(auto, interpreter=False) == 8
+        assert one._warm_pool_size(EvaluationConfig(screen_lanes=12), interpreter=False) == 12
+    with patch("os.cpu_count", return_value=4):
+        assert one._warm_pool_size(auto, interpreter=False) == 4

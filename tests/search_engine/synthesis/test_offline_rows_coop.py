@@ -40,22 +40,49 @@ ROW_PROBLEMS = {
 }
 
 
-def _coop(source: str):
+def _coop(source: str, ahead: int = 0):
     an = traced_analysis(source)
     assert an.family == "rows"
     # one segment a row: the interpreter runs a row's programs one after another, so the
     # first would wait for the others for ever
     block = 1 << (templates.row_length(an) - 1).bit_length()
-    params = {"variant": "coop", "ROWS": 1, "BLOCK_R": block, "num_warps": 4, "SPLIT": 1}
+    params = {"variant": "coop", "ROWS": 1, "BLOCK_R": block, "num_warps": 4, "SPLIT": 1,
+              "COOP_AHEAD": ahead}
     return an, checked_render(source, an, params)
 
 
 @pytest.mark.parametrize("name", sorted(ROW_PROBLEMS))
 @pytest.mark.parametrize("groups", [1, 3])
-def test_the_coop_kernel_matches_the_reference_over_a_persistent_grid(name, groups, tmp_path):
+@pytest.mark.parametrize("ahead", [0, 1])
+def test_the_coop_kernel_matches_the_reference_over_a_persistent_grid(name, groups, ahead,
+                                                                     tmp_path):
     source = ROW_PROBLEMS[name]
-    an, candidate = _coop(source)
+    an, candidate = _coop(source, ahead)
     assert "tl.atomic_add(cnt_ptr" in candidate and "nx" in candidate  # waits, prefetches
+    # one pass is published a row ahead of its wait; two passes keep the plain form
+    published_ahead = "the next row: its segment, partials, count-in" in candidate
+    assert published_ahead == bool(ahead and name != "centred_over_max_deviation")
+    _check_coop(source, candidate, groups, tmp_path)
+
+
+@pytest.mark.parametrize("ahead", [0, 1])
+def test_the_bench_polling_with_loads_is_the_same_kernel(ahead, tmp_path):
+    """`default_kernels_bench.load_poll` (an experiment): plain loads poll the counter, one
+    acquire after; every pass's wait rewritten, and the kernel still right."""
+    from search_engine.synthesis.offline.default_kernels_bench import load_poll
+
+    source = ROW_PROBLEMS["centred_over_max_deviation" if not ahead else "layernorm_affine"]
+    _, candidate = _coop(source, ahead)
+    polled = load_poll(candidate)
+    waits = candidate.count("while (seen < SPLIT)")
+    assert waits == (2 if not ahead else 1)
+    assert polled.count("volatile=True)\n") >= waits and polled.count(
+        "seen = tl.atomic_add(") == candidate.count("seen = tl.atomic_add(")
+    assert run_static_checks(polled) == []
+    _check_coop(source, polled, 3, tmp_path)
+
+
+def _check_coop(source: str, candidate: str, groups: int, tmp_path) -> None:
     assert run_static_checks(candidate) == []
     module = load_candidate(candidate, tmp_path)
     # the grid the GPU would size from registers: here `groups` groups of one program
@@ -162,13 +189,15 @@ GPU_ROWS = {  # rows of several segments (SPLIT > 1): the programs of a row real
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("name", sorted(GPU_ROWS))
-def test_the_coop_kernel_on_a_gpu_with_rows_of_several_segments(name, tmp_path):
+@pytest.mark.parametrize("ahead", [0, 1])
+def test_the_coop_kernel_on_a_gpu_with_rows_of_several_segments(name, ahead, tmp_path):
     forward, init, inputs = GPU_ROWS[name]
     source = problem(init, forward, inputs)
     an = traced_analysis(source)
     # few rows (their default is split rows), so the move makes the coop child
     child = templates.apply_move(an, templates.default_params(an, "h200", "strict"), "to_coop")
     assert child["variant"] == "coop" and child["SPLIT"] > 1
+    child["COOP_AHEAD"] = ahead
     candidate = checked_render(source, an, child)
     module = load_candidate(candidate, tmp_path)
     ref_module = load_problem(source)

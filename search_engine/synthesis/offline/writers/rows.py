@@ -277,7 +277,7 @@ def splittable(an: Analysis) -> bool:
 def render(an: Analysis, params, name=ROWS_KERNEL, out_var="kh_out",
            extra_prefix=None, dtype=None):
     ids = sorted(an.nodes)
-    p = {k: params[k] for k in ("variant", "ROWS", "BLOCK_R", "num_warps", "SPLIT")
+    p = {k: params[k] for k in ("variant", "ROWS", "BLOCK_R", "num_warps", "SPLIT", "COOP_AHEAD")
          if k in params}
     writer = RowsWriter(an, ids, an.output, name, p)
     prefix = list(extra_prefix or []) + codegen.leaf_prefix(an, ids, an.row_shape)

@@ -88,6 +88,9 @@ class CoopRows:
         for i in full:
             b.append(f"x{i} = {self._load(i, 'cols', 'mask')}")
             names[i] = f"x{i}"
+        if len(groups) == 1 and self.p.get("COOP_AHEAD"):
+            self._coop_ahead(b, groups[0], slots, names, full, wide)
+            return k
         b.append("for row_id in range(group, n_rows, n_groups):")
         body = ["rows = row_id + tl.arange(0, ROWS)[:, None]", "row_mask = rows < n_rows",
                 f"base = rows{wide} * R", "ws_row = ws_ptr + row_id * SPLIT + pp",
@@ -99,25 +102,65 @@ class CoopRows:
             if g == len(groups) - 1:
                 body += self._prefetch(full, wide)
             body += self._arrive_and_wait(g)
-            self._combine_partials(body, group, slots, row_names, volatile=True)
-        if self.level[self.out_id] == "row":
-            self._store_row_value(body, row_names)
-        else:
-            self._store(body, row_names, "cols", "mask")
-        body += [f"x{i} = nx{i}" for i in full]
+            if g < len(groups) - 1:
+                self._combine_partials(body, group, slots, row_names, volatile=True)
+        self._finish_row(body, groups[-1], slots, row_names, full)
         b.extend("    " + line for line in body)
         return k
 
-    def _tile_partials(self, b, group: list[int], names: dict, slots: dict) -> None:
+    def _finish_row(self, body: list[str], group: list[int], slots: dict, names: dict,
+                    full: list[int]) -> None:
+        """After the row's last wait: its last pass combined, its output stored, and the
+        next row's segment (loaded meanwhile) made the current one."""
+        self._combine_partials(body, group, slots, names, volatile=True)
+        if self.level[self.out_id] == "row":
+            self._store_row_value(body, names)
+        else:
+            self._store(body, names, "cols", "mask")
+        body += [f"x{i} = nx{i}" for i in full]
+
+    def _coop_ahead(self, b, group: list[int], slots: dict, names: dict, full: list[int],
+                    wide: str) -> None:
+        """One pass, published a row ahead: before waiting on its row, a program loads its
+        segment of its next row, publishes that row's partials and counts itself in there,
+        so the siblings' count-ins for a row land a whole iteration before anyone waits on
+        it and the wait is one poll, not the slowest sibling's release and the poll's trips
+        (the plain form waits right after its own count-in, every row)."""
+        self._emit_row_deps(b, group, names)  # row-invariant here: scalars only (coop_applies)
+        b += ["row_id = group"]
+        self._tile_partials(b, group, dict(names), slots, guard="row_id < n_rows")
+        b += self._arrive(0, guard="row_id < n_rows")
+        b.append("for this_row in range(group, n_rows, n_groups):")
+        body = ["row_id = this_row + n_groups  # the next row: its segment, partials, count-in"]
+        body += self._row_coords(wide)
+        body += [f"nx{i} = {self._load(i, 'cols', 'mask')}" for i in full]
+        ahead = {**names, **{i: f"nx{i}" for i in full}}
+        self._tile_partials(body, group, ahead, slots, guard="row_id < n_rows")
+        body += self._arrive(0, guard="row_id < n_rows")
+        body += ["row_id = this_row  # this row: its siblings counted in an iteration ago"]
+        body += self._row_coords(wide) + ["ws_row = ws_ptr + row_id * SPLIT + pp"]
+        body += self._wait(0)
+        self._finish_row(body, group, slots, dict(names), full)
+        b.extend("    " + line for line in body)
+
+    @staticmethod
+    def _row_coords(wide: str) -> list[str]:
+        return ["rows = row_id + tl.arange(0, ROWS)[:, None]", "row_mask = rows < n_rows",
+                f"base = rows{wide} * R", "mask = row_mask & (cols < seg_hi)"]
+
+    def _tile_partials(self, b, group: list[int], names: dict, slots: dict,
+                       guard: str = "") -> None:
         """Each reduction's partial result over this program's segment, straight from the
         register tile (no per-lane accumulators: one tile of each operand is all a program
-        holds), stored where the split variant's combine reads them."""
+        holds), stored where the split variant's combine reads them (where `guard` holds:
+        a row past the last has no slots)."""
         paired = self._group_pairs(group)
         row = "row_id * SPLIT + part"
+        where = f", mask={guard}" if guard else ""
 
         def put(i, field_name, value):
             b.append(f"tl.store(ws_ptr + {slots[(i, field_name)]} * n_rows * SPLIT + {row}, "
-                     f"{value})")
+                     f"{value}{where})")
         for i, kind, p in paired.leaders(group):
             src = self.nodes[p].refs()[0] if kind else self.nodes[i].refs()[0]
             names.update(self._emit_full(b, {src}, names, "cols", "mask"))
@@ -149,13 +192,21 @@ class CoopRows:
             lines.append(f"nx{i} = {self._load(i, 'cols', 'next_mask', 'next_base')}")
         return lines
 
-    @staticmethod
-    def _arrive_and_wait(g: int) -> list[str]:
+    @classmethod
+    def _arrive_and_wait(cls, g: int) -> list[str]:
         """Count this program in on the row's counter of pass `g` (release: its partials are
         visible first), then poll until every sibling has (acquire)."""
+        return cls._arrive(g) + cls._wait(g)
+
+    @staticmethod
+    def _arrive(g: int, guard: str = "") -> list[str]:
+        where = f", mask={guard}" if guard else ""
+        return [f"tl.atomic_add(cnt_ptr + {g} * n_rows + row_id, 1, sem='release'{where})"]
+
+    @staticmethod
+    def _wait(g: int) -> list[str]:
         counter = f"cnt_ptr + {g} * n_rows + row_id"
-        return [f"tl.atomic_add({counter}, 1, sem='release')",
-                f"seen = tl.atomic_add({counter}, 0, sem='acquire')", "spins = 0",
+        return [f"seen = tl.atomic_add({counter}, 0, sem='acquire')", "spins = 0",
                 "while (seen < SPLIT) & (spins < SPIN_LIMIT):",
                 f"    seen = tl.atomic_add({counter}, 0, sem='acquire')",
                 "    spins += 1"]
