@@ -258,13 +258,15 @@ NEIGHBOURS = {
                "tma_n256": {"TMA": 1, "BLOCK_N": 256},
                "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0},
                "m256_k32_s3": {"BLOCK_M": 256, "BLOCK_K": 32, "num_stages": 3},
-               "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4}},
+               "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4},
+               "pointer_loads": {"TMA": 0}},
     "gemm_bias_relu": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                        "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
                        "tma": {"TMA": 1}, "tma_stages4": {"TMA": 1, "num_stages": 4},
                        "tma_n256": {"TMA": 1, "BLOCK_N": 256},
-                       "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4}},
+                       "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4},
+                       "pointer_loads": {"TMA": 0}},
     **{name: CONV_NEIGHBOURS for name in CONVS},
 }
 
@@ -323,7 +325,7 @@ EXPERIMENTS = {
                             "conv_transpose2d": ("default",)}),
     "evict_last": (evict_last, {"max_pool2d": ("default", "flat_128"),
                                 "avg_pool1d": ("default",), "avg_pool2d": ("default",)}),
-    "ldpoll": (load_poll, {name: ("default", "coop_ahead") for name in ("softmax",
+    "ldpoll": (load_poll, {name: ("default", "coop_ahead", "coop_4096_8w_ahead") for name in ("softmax",
                                                                        "log_softmax")}),
 }
 

@@ -118,6 +118,22 @@ def test_a_long_row_is_coop_by_default_on_a_gpu_and_online_on_the_interpreter():
     assert templates.default_params(two, "h200", "strict")["variant"] == "online"
 
 
+def test_the_coop_default_is_measured_per_target_and_ahead_is_a_move():
+    an = _long_softmax()
+    h100 = templates.default_params(an, "h100", "strict")
+    assert (h100["variant"], h100["BLOCK_R"], h100["num_warps"], h100["COOP_AHEAD"]) == \
+        ("coop", 4096, 8, 1)
+    h200 = templates.default_params(an, "h200", "strict")
+    assert (h200["BLOCK_R"], h200["num_warps"], h200.get("COOP_AHEAD", 0)) == (8192, 4, 0)
+    ahead = templates.apply_move(an, h200, "coop_ahead")
+    assert ahead["COOP_AHEAD"] == 1 and templates.apply_move(an, ahead, "coop_ahead") is None
+    assert templates.apply_move(an, ahead, "coop_plain")["COOP_AHEAD"] == 0
+    online = templates.default_params(an, "interpreter", "strict")
+    assert templates.apply_move(an, online, "coop_ahead") is None  # only coop rows wait
+    source = checked_render(LONG_SOFTMAX, an, ahead)
+    assert "the next row: its segment, partials, count-in" in source
+
+
 def test_a_long_row_moves_to_coop_on_a_gpu_and_is_pruned_on_the_interpreter():
     an = _long_softmax()
     parent = {**templates.default_params(an, "h200", "strict"), "variant": "online",

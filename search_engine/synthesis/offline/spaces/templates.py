@@ -41,6 +41,11 @@ ROW_VARIANTS = ["single", "looped", "online", "split"]  # random draws; `coop` o
 # the next row's are prefetched; the segment and warps of the single-read softmax experiment
 # (benchmarks/coop_rows.py, H200 2026-12-02: 8192 x 4 warps, 4.21 ms against compile's 4.67)
 COOP_BLOCK_R, COOP_WARPS = 8192, 4
+# measured per target where another coop configuration beat that one (default_kernels_bench,
+# 4096 x 393216): on an H100 4096-element segments over 8 warps, each row's partials
+# published a row ahead of its wait (softmax 5.13 ms against 5.33, log-softmax 4.97 against
+# 5.07, two runs each, 2026-12-06); the H200 keeps 8192 x 4 warps until measured there
+COOP_DEFAULTS = {"h100": {"BLOCK_R": 4096, "num_warps": 8, "COOP_AHEAD": 1}}
 COOP_BLOCK_RANGE = (1024, 16384)
 COOP_REGISTER_BUDGET = 200  # fp32 values a thread may hold before its tiles spill
 # a coop thread's registers beyond its values (indices, partials): at 16384 x 16 warps (32
@@ -85,6 +90,11 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
         # while A+B tiles (2 x 32 KiB fp32 per stage) stay inside shared memory (measured on
         # the H200, strict 4096^2 fp32 with K-major B: 1.70 ms against 2.01 ms with K=32).
         params.update(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8)
+        # fp32 operands through TMA: H200 default_kernels_bench 2026-12-01, GEMM + bias +
+        # ReLU 1024x8192x8192 1.41 ms against 1.58 (matmul 4096^2 1.52 against 1.71); the
+        # H100's 3-minute search of 2026-12-06 found the same tile with TMA 10 % faster
+        if _fp32_operands(an) and matmul.tma_eligible(an):
+            params["TMA"] = 1
     if policy in ("tf32", "bf16"):
         params["PRECISION"] = "tf32"
         if target != "interpreter" and _fp32_operands(an) and matmul.tma_eligible(an):
@@ -170,8 +180,8 @@ def _coop_default(an: Analysis, params: dict[str, Any], target: str) -> dict[str
         gpu = get_target(target)
     except (KeyError, ValueError):
         return params
-    coop = clamp(an, {**params, "variant": "coop", "BLOCK_R": COOP_BLOCK_R,
-                      "num_warps": COOP_WARPS})
+    measured = COOP_DEFAULTS.get(gpu.name, {"BLOCK_R": COOP_BLOCK_R, "num_warps": COOP_WARPS})
+    coop = clamp(an, {**params, "variant": "coop", **measured})
     if not valid(an, coop) or resource_problem(an, coop, gpu):  # the interpreter included
         return params
     return coop
@@ -302,6 +312,10 @@ MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
         "to_split": _set("variant", "split"),
         "to_coop": lambda p: None if p.get("variant") == "coop" else {
             **p, "variant": "coop", "BLOCK_R": COOP_BLOCK_R, "num_warps": COOP_WARPS},
+        "coop_ahead": lambda p: None if p.get("variant") != "coop" or p.get("COOP_AHEAD") \
+            else {**p, "COOP_AHEAD": 1},
+        "coop_plain": lambda p: None if p.get("variant") != "coop" or not p.get("COOP_AHEAD") \
+            else {**p, "COOP_AHEAD": 0},
         "split_up": _step("SPLIT", 1, "rows"), "split_down": _step("SPLIT", -1, "rows"),
     },
     "matmul": {
@@ -335,13 +349,13 @@ MOVES_BY_DIAGNOSIS = {
                 "split_k_down", "tail_to_looped"],
     # memory-bound: fewer passes over memory first (online, a long row read once by
     # cooperating programs, whole row in registers), then more bytes in flight per program
-    "memory": ["to_online", "to_coop", "to_single", "to_split", "block_up", "rows_up",
-               "chunk_up", "warps_up", "split_up", "split_down",
+    "memory": ["to_online", "to_coop", "coop_ahead", "to_single", "to_split", "block_up",
+               "rows_up", "chunk_up", "warps_up", "split_up", "split_down",
                "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tail_to_online",
                "tail_rows_up"],
     "compute": ["dot_tf32x3", "b_kmajor", "to_tma", "tile_m_up", "tile_n_up", "stages_up", "tf32", "warps_up",
                 "tile_k_up", "group_m_up", "to_persistent"],
-    "latency": ["to_split", "split_up", "warps_down", "rows_down", "split_k_up", "tile_m_down", "tile_n_down",
+    "latency": ["coop_ahead", "coop_plain", "to_split", "split_up", "warps_down", "rows_down", "split_k_up", "tile_m_down", "tile_n_down",
                 "block_down", "chunk_down", "warps_up", "tail_warps_up", "to_persistent"],
 }
 
@@ -355,6 +369,10 @@ MOVE_REASONS = {
     "to_coop": "a long row read once: its segments stay in registers while the programs "
                "of the row exchange partial results, and the next row's are loaded during "
                "the wait (one read and one write, where online and split read twice)",
+    "coop_ahead": "coop rows publish a row's partials an iteration ahead of its wait: the "
+                  "siblings' count-ins land before anyone waits, so the wait is one poll",
+    "coop_plain": "coop rows wait right after publishing: fewer registers held across the "
+                  "wait (two rows' partials are not both live)",
     "to_split": "split each row over several programs: enough programs for every SM when "
                 "rows are few and long",
     "split_up": "more programs per row: more SMs busy",
