@@ -325,8 +325,8 @@ EXPERIMENTS = {
                             "conv_transpose2d": ("default",)}),
     "evict_last": (evict_last, {"max_pool2d": ("default", "flat_128"),
                                 "avg_pool1d": ("default",), "avg_pool2d": ("default",)}),
-    "ldpoll": (load_poll, {name: ("default", "coop_ahead", "coop_4096_8w_ahead") for name in ("softmax",
-                                                                       "log_softmax")}),
+    "ldpoll": (load_poll, {name: ("default", "coop_ahead", "coop_4096_8w_ahead")
+                           for name in ("softmax", "log_softmax")}),
 }
 
 

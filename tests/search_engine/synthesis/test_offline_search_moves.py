@@ -303,7 +303,8 @@ def test_a_screened_family_of_a_parent_that_missed_its_tolerance_is_all_more_acc
 
 def test_tf32_defaults_on_a_gpu_are_the_tiles_measured_for_one_product_per_mma():
     # H200, default_kernels_bench --precision tf32: larger conv tiles and TMA-fed 128x256x32
-    # GEMM tiles; strict keeps its own (three products per MMA) and the interpreter its small
+    # GEMM tiles; strict keeps its own (three products per MMA, TMA-fed too since the H200's
+    # bench and the H100's search found TMA faster there) and the interpreter its small
     gemm = problem("torch.relu(x @ w + 0.5)", "torch.randn(256, 512), torch.randn(512, 256)",
                    args="x, w")
     syn = OfflineSynthesizer()
@@ -311,10 +312,14 @@ def test_tf32_defaults_on_a_gpu_are_the_tiles_measured_for_one_product_per_mma()
             (CONV_RELU, {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8},
              {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4}),
             (gemm, {"TMA": 1, "BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3},
-             {"TMA": 0, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 3})):
+             {"TMA": 1, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 3})):
         an = syn.analysis(source)
         space = family_module(an)
         for policy, tiles in (("tf32", tf32_tiles), ("strict", strict_tiles)):
             params = space.default_params(an, "h200", policy)
             assert {k: params[k] for k in tiles} == tiles, (policy, params)
         assert space.default_params(an, "interpreter", "tf32")["BLOCK_M"] <= 64
+    # operands TMA cannot take (rows not 16-byte aligned) keep pointer loads under strict
+    odd = syn.analysis(problem("x @ w", "torch.randn(64, 30), torch.randn(30, 50)",
+                               args="x, w"))
+    assert family_module(odd).default_params(odd, "h200", "strict")["TMA"] == 0

@@ -355,8 +355,9 @@ MOVES_BY_DIAGNOSIS = {
                "tail_rows_up"],
     "compute": ["dot_tf32x3", "b_kmajor", "to_tma", "tile_m_up", "tile_n_up", "stages_up", "tf32", "warps_up",
                 "tile_k_up", "group_m_up", "to_persistent"],
-    "latency": ["coop_ahead", "coop_plain", "to_split", "split_up", "warps_down", "rows_down", "split_k_up", "tile_m_down", "tile_n_down",
-                "block_down", "chunk_down", "warps_up", "tail_warps_up", "to_persistent"],
+    "latency": ["coop_ahead", "coop_plain", "to_split", "split_up", "warps_down", "rows_down",
+                "split_k_up", "tile_m_down", "tile_n_down", "block_down", "chunk_down",
+                "warps_up", "tail_warps_up", "to_persistent"],
 }
 
 
@@ -371,8 +372,8 @@ MOVE_REASONS = {
                "the wait (one read and one write, where online and split read twice)",
     "coop_ahead": "coop rows publish a row's partials an iteration ahead of its wait: the "
                   "siblings' count-ins land before anyone waits, so the wait is one poll",
-    "coop_plain": "coop rows wait right after publishing: fewer registers held across the "
-                  "wait (two rows' partials are not both live)",
+    "coop_plain": "coop rows wait right after publishing, the next row's load in flight "
+                  "during the wait (the ahead form waits for that load first)",
     "to_split": "split each row over several programs: enough programs for every SM when "
                 "rows are few and long",
     "split_up": "more programs per row: more SMs busy",

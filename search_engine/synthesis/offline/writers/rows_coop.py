@@ -6,7 +6,9 @@ partial results of a pass to a small fp32 workspace, counts itself in on a per-r
 counter and waits until its siblings have too; it then combines the partials from the
 workspace and goes on to the next pass or writes its segment. The input is read once and the
 output written once (the copy floor), where ``split`` and ``online`` read it twice. While it
-waits on a row's last pass, a program already loads its segment of the next row.
+waits on a row's last pass, a program already loads its segment of the next row; with
+``COOP_AHEAD`` (one pass only) it also publishes the next row's partials and counts in there
+before waiting on the current row, so a row's count-ins land an iteration before its wait.
 
 The programs of a row wait for each other, so all of them must be on the chip at once: the
 grid is sized at run time from the compiled kernel's registers and shared memory and the
