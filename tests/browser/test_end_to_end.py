@@ -45,9 +45,13 @@ def test_launch_watch_review_approve(page, live_server_process, login, screensho
     if screenshot_dir:
         page.screenshot(path=str(screenshot_dir / "live_session.png"), full_page=True)
 
-    # Open the best candidate from the diagnostics panel: source, diff, evaluation.
-    page.click("#diag-open")
-    page.wait_for_url(re.compile(r".*/sessions/candidates/\d+/$"))
+    # Open the best candidate from the diagnostics panel: source, diff, evaluation. The wait
+    # is armed before the click, and as long as the launch's: right after the session ends
+    # the server is still storing its lessons, and on a box loaded by the other test
+    # workers the candidate page once took longer than Playwright's 30 s default.
+    with page.expect_navigation(url=re.compile(r".*/sessions/candidates/\d+/$"),
+                                timeout=120_000):
+        page.click("#diag-open")
     assert page.locator("#source .highlight").count() >= 1
     assert "ModelNew" in page.inner_text("#source")
     assert page.locator("#diff .highlight").count() == 1 or "Identical" in page.inner_text("#diff")
