@@ -296,6 +296,15 @@ def _set(key: str, value) -> Callable[[dict], dict | None]:
     return move
 
 
+def _coop_ahead(value: int) -> Callable[[dict], dict | None]:
+    """Publish ahead on (1) or off (0): a move of coop rows only (others never wait)."""
+    def move(p: dict) -> dict | None:
+        if p.get("variant") != "coop" or int(p.get("COOP_AHEAD", 0)) == value:
+            return None
+        return {**p, "COOP_AHEAD": value}
+    return move
+
+
 MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
     "elementwise": {
         "block_up": _step("BLOCK", 1, "elementwise"),
@@ -312,10 +321,7 @@ MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
         "to_split": _set("variant", "split"),
         "to_coop": lambda p: None if p.get("variant") == "coop" else {
             **p, "variant": "coop", "BLOCK_R": COOP_BLOCK_R, "num_warps": COOP_WARPS},
-        "coop_ahead": lambda p: None if p.get("variant") != "coop" or p.get("COOP_AHEAD") \
-            else {**p, "COOP_AHEAD": 1},
-        "coop_plain": lambda p: None if p.get("variant") != "coop" or not p.get("COOP_AHEAD") \
-            else {**p, "COOP_AHEAD": 0},
+        "coop_ahead": _coop_ahead(1), "coop_plain": _coop_ahead(0),
         "split_up": _step("SPLIT", 1, "rows"), "split_down": _step("SPLIT", -1, "rows"),
     },
     "matmul": {

@@ -94,9 +94,7 @@ class CoopRows:
             self._coop_ahead(b, groups[0], slots, names, full, wide)
             return k
         b.append("for row_id in range(group, n_rows, n_groups):")
-        body = ["rows = row_id + tl.arange(0, ROWS)[:, None]", "row_mask = rows < n_rows",
-                f"base = rows{wide} * R", "ws_row = ws_ptr + row_id * SPLIT + pp",
-                "mask = row_mask & (cols < seg_hi)"]
+        body = self._row_coords(wide) + ["ws_row = ws_ptr + row_id * SPLIT + pp"]
         row_names = dict(names)
         for g, group in enumerate(groups):
             self._emit_row_deps(body, group, row_names)
