@@ -291,6 +291,7 @@ class _Lane:
         try:
             screened = self._screen(run, session, path)
             self._phase("timing_s")
+            self._split_gpu_wait(run)
             planted = _planted(session.workdir)
             if planted:  # harmless now (nothing is opened there), but no honest kernel's
                 self.spoiled = True
@@ -373,6 +374,14 @@ class _Lane:
         return ScreenedConfiguration(run.index, True, "passed the spot-check",
                                      stats.get("median_ms"), stats.get("iqr_ms"),
                                      int(stats.get("samples") or 0), stats.get("method", ""))
+
+    def _split_gpu_wait(self, run: ScreenRun) -> None:
+        """The part of the timing phase spent waiting for the GPU (other lanes timing), as
+        its own phase: with many lanes the screening is bound by it, not by compiling."""
+        waited = min(run.lock_wait_s, self.phases.get("timing_s", 0.0))
+        if waited > 0:
+            self.phases["timing_s"] -= waited
+            self.phases["gpu_wait_s"] = waited
 
     def _phase(self, name: str) -> None:
         """The time since the last phase ended, counted to `name`."""

@@ -8,7 +8,7 @@ Two steps, so the GPU machine needs only torch, triton and numpy:
     # on the GPU: time them (a plain file run: nothing from the project is imported)
     python search_engine/synthesis/offline/default_kernels_bench.py time \
         [--only softmax,layernorm] [--labels default,default_i32] [--no-compile] \
-        [--out results.json]
+        [--kernel-times] [--out results.json]
 
 With `--precision tf32` (both steps) the GEMMs' and convolutions' kernels are rendered under
 the tf32 policy into their own JSON, and eager and compile run with TF32 on.
@@ -18,8 +18,8 @@ fp64 reference (fp32 eager's own error is printed beside it), so a fast wrong ke
 Times are medians of `triton.testing.do_bench` (L2 flushed between runs). Beside each
 default stand its neighbours (other parameters) and two experiments that are not templates:
 `default_i32` (every index in 32 bits), `*_unrolled` (constant-trip loops unrolled),
-`*_evict_last` (a pool's window loads kept in L2) and `*_ldpoll` (the coop wait polls with
-loads).
+`*_evict_last` (a pool's window loads kept in L2), `*_ldpoll` (the coop wait polls with
+loads) and `*_ws` (a GEMM's K loop warp-specialized by Triton).
 """
 
 from __future__ import annotations
@@ -99,6 +99,36 @@ PROBLEMS = {
     "avg_pool2d": (_problem("self.pool(x)", "torch.randn(16, 64, 2048, 2048)",
                             "self.pool = nn.AvgPool2d(11)"),
                    16 * 64 * (2048 * 2048 + 186 * 186) * 4, "bytes"),
+    # losses, row norms, scans, arg-reductions and 1-D/3-D pools at KernelBench-like sizes
+    "huber": (_problem("torch.nn.functional.smooth_l1_loss(a, b)",
+                       "torch.randn(32768, 32768), torch.randn(32768, 32768)", args="a, b"),
+              2 * 32768 * 32768 * 4, "bytes"),
+    "hinge": (_problem("torch.mean(torch.clamp(1 - a * t, min=0))",
+                       "torch.randn(32768, 32768), torch.randint(0, 2, (32768,)).float() * 2 - 1",
+                       args="a, t"), (32768 * 32768 + 32768) * 4, "bytes"),
+    "kl_div": (_problem("torch.nn.functional.kl_div(torch.log(p), q, reduction='batchmean')",
+                        "torch.randn(8192, 8192).softmax(dim=-1), "
+                        "torch.randn(8192, 8192).softmax(dim=-1)", args="p, q"),
+               2 * 8192 * 8192 * 4, "bytes"),
+    "l1_norm": (_problem("x / torch.sum(torch.abs(x), dim=1, keepdim=True)",
+                         "torch.randn(16384, 65536)"), 2 * 16384 * 65536 * 4, "bytes"),
+    "l2_norm": (_problem("x / torch.norm(x, p=2, dim=1, keepdim=True)",
+                         "torch.randn(16384, 65536)"), 2 * 16384 * 65536 * 4, "bytes"),
+    "cumsum": (_problem("torch.cumsum(x, dim=1)", "torch.randn(32768, 32768)"),
+               2 * 32768 * 32768 * 4, "bytes"),
+    "argmax_dim": (_problem("torch.argmax(x, dim=1)", "torch.randn(128, 4096, 4095)"),
+                   128 * 4096 * 4095 * 4 + 128 * 4095 * 8, "bytes"),
+    "max_dim": (_problem("torch.max(x, dim=1)[0]", "torch.randn(128, 4096, 4095)"),
+                (128 * 4096 * 4095 + 128 * 4095) * 4, "bytes"),
+    "max_pool1d": (_problem("self.pool(x)", "torch.randn(64, 192, 65536)",
+                            "self.pool = nn.MaxPool1d(8, stride=1, padding=4, dilation=3)"),
+                   64 * 192 * (65536 + 65523) * 4, "bytes"),
+    "max_pool3d": (_problem("self.pool(x)", "torch.randn(16, 32, 128, 128, 128)",
+                            "self.pool = nn.MaxPool3d(3, stride=2, padding=1, dilation=3)"),
+                   16 * 32 * (128 ** 3 + 62 ** 3) * 4, "bytes"),
+    "avg_pool3d": (_problem("self.pool(x)", "torch.randn(16, 32, 128, 128, 256)",
+                            "self.pool = nn.AvgPool3d(3, stride=2, padding=1)"),
+                   16 * 32 * (128 * 128 * 256 + 64 * 64 * 128) * 4, "bytes"),
     "matmul": (_problem("torch.matmul(a, b)", "torch.randn(4096, 4096), torch.randn(4096, 4096)",
                         args="a, b"), 2 * 4096 ** 3, "flops"),
     "gemm_bias_relu": (_problem("torch.relu(self.gemm(x) + self.bias)",
@@ -315,6 +345,14 @@ def load_poll(source: str) -> str:
                   r"tl\.atomic_add\((.*?), 0, sem='acquire'\)\n *spins \+= 1\n", poll, source)
 
 
+def warp_specialized(source: str) -> str:
+    """The GEMM's K loop warp-specialized by Triton (`tl.range(..., warp_specialize=True)`):
+    producer warps issue the TMA loads while consumer warpgroups run the MMAs, where the
+    plain loop's software pipeline has every warp do both."""
+    return re.sub(r"for (k0) in range\((.*?)\):",
+                  r"for \1 in tl.range(\2, warp_specialize=True):", source)
+
+
 # suffix: (rewrite, {problem: labels of the kernels it rewrites})
 _POOLS = ("max_pool2d", "avg_pool1d", "avg_pool2d")
 EXPERIMENTS = {
@@ -327,6 +365,8 @@ EXPERIMENTS = {
                                 "avg_pool1d": ("default",), "avg_pool2d": ("default",)}),
     "ldpoll": (load_poll, {name: ("default", "coop_ahead", "coop_4096_8w_ahead")
                            for name in ("softmax", "log_softmax")}),
+    "ws": (warp_specialized, {name: ("default", "tma_m256_n128_k32_s3", "tma_n128_k64_s4")
+                              for name in ("matmul", "gemm_bias_relu")}),
 }
 
 
@@ -390,7 +430,32 @@ def _bench(fn) -> float:
     return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
-def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dict:
+def kernel_times(fn, reps: int = 5) -> list[dict]:
+    """Device time per GPU kernel of one call of `fn` (the average over `reps` calls, by
+    torch.profiler), slowest first: which of a pipeline's kernels holds the time, ours
+    beside Inductor's."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    rows = []
+    for event in prof.key_averages():
+        total = getattr(event, "device_time_total", None)
+        if total is None:
+            total = getattr(event, "cuda_time_total", 0.0)
+        if total > 0 and event.count:
+            rows.append({"kernel": event.key[:120], "calls": event.count // reps,
+                         "us": round(total / reps, 2)})
+    return sorted(rows, key=lambda r: -r["us"])
+
+
+def time_problem(name: str, entry: dict, folder: Path, use_compile: bool,
+                 per_kernel: bool = False) -> dict:
     import torch
 
     policy = entry.get("policy", "strict")
@@ -420,6 +485,8 @@ def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dic
             row["compile_seconds"] = round(time.perf_counter() - started, 1)
             row["compile_rel_error"] = _rel_error(compiled(*inputs), ref)
             row["compile_ms"] = _bench(lambda: compiled(*inputs))
+            if per_kernel:
+                row["compile_kernels"] = kernel_times(lambda: compiled(*inputs))
         for label, kernel in entry["kernels"].items():
             record = {"params": kernel["params"]}
             try:
@@ -429,6 +496,8 @@ def time_problem(name: str, entry: dict, folder: Path, use_compile: bool) -> dic
                 record["rel_error"] = _rel_error(new(*inputs), ref)
                 record["correct"] = record["rel_error"] <= REL_NORM[policy]
                 record["ms"] = _bench(lambda: new(*inputs))
+                if per_kernel:
+                    record["kernels"] = kernel_times(lambda: new(*inputs))
             except Exception as exc:  # one failing candidate must not end the run
                 record["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
             row["kernels"][label] = record
@@ -471,6 +540,15 @@ def _print_row(row: dict) -> None:
               f"x{row['eager_ms'] / rec['ms']:.2f} vs eager{vs_compile}  "
               f"rel err {rec['rel_error']:.1e} {'ok' if rec['correct'] else 'WRONG'}",
               flush=True)
+        _print_kernels(rec.get("kernels"))
+    if row.get("compile_kernels"):
+        print("   compile's kernels:")
+        _print_kernels(row["compile_kernels"])
+
+
+def _print_kernels(kernels: list[dict] | None) -> None:
+    for kernel in (kernels or [])[:6]:
+        print(f"      {kernel['us']:10.1f} us  x{kernel['calls']}  {kernel['kernel']}")
 
 
 def select(data: dict, only: str, labels: str) -> list[str]:
@@ -497,6 +575,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", default="",
                         help="comma-separated kernel labels to time (default: every one)")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--kernel-times", action="store_true",
+                        help="also each GPU kernel's device time (torch.profiler), for "
+                             "compile and for each of ours")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.kernels is None:
@@ -519,7 +600,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             try:
-                row = time_problem(name, data[name], Path(tmp), not args.no_compile)
+                row = time_problem(name, data[name], Path(tmp), not args.no_compile,
+                                   args.kernel_times)
             except Exception as exc:  # a problem whose baseline fails must not end the run
                 print(f"\n== {name}: FAILED {type(exc).__name__}: {str(exc)[:300]}", flush=True)
                 torch.cuda.empty_cache()

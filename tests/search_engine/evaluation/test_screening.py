@@ -133,3 +133,21 @@ def test_the_lanes_come_from_the_environment_and_bad_values_are_refused(monkeypa
         EvaluationConfig()
     monkeypatch.delenv("KERNELHUB_SCREEN_LANES")
     assert EvaluationConfig().screen_lanes == 0  # auto
+
+
+def test_time_queued_behind_other_lanes_is_its_own_phase():
+    # the timing phase of a lane that waited for the GPU lock counts the wait apart, so a
+    # screening's phases say whether it was bound by compiling or by the GPU
+    from types import SimpleNamespace
+
+    from search_engine.evaluation.screening import _Lane
+
+    lane = _Lane.__new__(_Lane)
+    lane.phases = {"compile_s": 0.5, "check_s": 1.0, "timing_s": 2.0}
+    lane._split_gpu_wait(SimpleNamespace(lock_wait_s=1.5))
+    assert lane.phases == {"compile_s": 0.5, "check_s": 1.0, "timing_s": 0.5,
+                           "gpu_wait_s": 1.5}
+    unqueued = _Lane.__new__(_Lane)
+    unqueued.phases = {"timing_s": 2.0}
+    unqueued._split_gpu_wait(SimpleNamespace(lock_wait_s=0.0))
+    assert unqueued.phases == {"timing_s": 2.0}

@@ -17,6 +17,8 @@ CASES = {
                                "self.pool = nn.MaxPool2d(4, stride=2, padding=1)"),
     "conv": bench._problem("self.conv(x)", "torch.randn(2, 16, 10, 10)",
                            "self.conv = nn.Conv2d(16, 16, 3)"),
+    "matmul": bench._problem("torch.matmul(a, b)", "torch.randn(32, 48), torch.randn(48, 40)",
+                             args="a, b"),
     "cross_entropy": bench._problem("torch.nn.functional.cross_entropy(x, t)",
                                     "torch.randn(8, 37), torch.randint(0, 37, (8,))",
                                     args="x, t"),
@@ -33,7 +35,8 @@ def _default_source(source: str) -> str:
 # nothing here: the pick needs no constant-trip loop, only the pool has window loads)
 @pytest.mark.parametrize("name, variant", [
     ("max_pool", "index32"), ("conv", "index32"), ("cross_entropy", "index32"),
-    ("max_pool", "unrolled"), ("conv", "unrolled"), ("max_pool", "evict_last")])
+    ("max_pool", "unrolled"), ("conv", "unrolled"), ("max_pool", "evict_last"),
+    ("matmul", "warp_specialized")])
 def test_an_experiment_is_the_same_kernel(name, variant, tmp_path):
     source = CASES[name]
     default = _default_source(source)
@@ -58,6 +61,11 @@ def test_the_experiments_change_only_what_they_name():
         "    for k in range(0, K, BLOCK_K):\n"
     hinted = bench.evict_last(source)
     assert hinted.count("eviction_policy='evict_last'") == source.count("mask=vmask") == 1
+    gemm = _default_source(CASES["matmul"])
+    specialized = bench.warp_specialized(gemm)
+    assert specialized.count("warp_specialize=True") == 1  # the K loop, nothing else
+    assert specialized.replace("tl.range(", "range(").replace(", warp_specialize=True", "") \
+        == gemm
 
 
 def test_only_and_labels_pick_problems_and_kernels():
