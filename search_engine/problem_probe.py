@@ -213,15 +213,12 @@ def _validate(module) -> dict[str, Any]:
     for name in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(module, name):
             raise TypeError(f"the problem does not define {name}")
-    init = module.get_init_inputs()
-    model = module.Model(*init)
-    inputs = module.get_inputs()
+    model, inputs = _built_and_run(module)
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise TypeError("get_inputs() must return a non-empty list")
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     if not tensors:
         raise TypeError("get_inputs() returned no tensor")
-    _check_forward_runs(module, init, model, inputs)
     floats = [t for t in tensors if t.is_floating_point()]
     parameters = model.parameters() if isinstance(model, torch.nn.Module) else []
     return {
@@ -232,30 +229,39 @@ def _validate(module) -> dict[str, Any]:
     }
 
 
-def _check_forward_runs(module, init, model, inputs) -> None:
-    """A problem whose forward raises cannot be a reference: call it once.
+def _built_and_run(module) -> tuple[Any, Any]:
+    """The model and its inputs, after one forward: a problem whose forward raises cannot be
+    a reference.
 
-    First on meta tensors (no data, no time at any size: a forward that always raises or
-    mismatches its shapes fails there). Only when that fails is the real forward run, so a
-    refusal is always the problem's own error on its own inputs, never a meta-device gap."""
+    First all on meta tensors (no data, no memory and no time at any size: KernelBench's
+    official sizes are far over the probe's memory limit, and a forward that always raises
+    or mismatches its shapes fails there too). Only when that fails is everything built and
+    run for real, so a refusal is always the problem's own error on its own inputs, never a
+    meta-device gap."""
     import torch
 
-    def on_meta(value):
-        return value.to("meta") if isinstance(value, torch.Tensor) else value
+    from search_engine.synthesis.offline.frontend.trace import on_meta
 
     with torch.no_grad():
         try:
-            with torch.device("meta"):  # built without memory, whatever its size
-                meta_model = module.Model(*init)
-            meta_model(*[on_meta(x) for x in inputs])
-            return
+            with on_meta():  # built without memory, whatever its size
+                model = module.Model(*module.get_init_inputs())
+                inputs = module.get_inputs()
+                if isinstance(inputs, (list, tuple)) and inputs:
+                    model(*inputs)
+            return model, inputs
         except Exception:  # noqa: BLE001: confirmed (or not) by the real run below
             pass
+        model = module.Model(*module.get_init_inputs())
+        inputs = module.get_inputs()
+        if not isinstance(inputs, (list, tuple)) or not inputs:
+            return model, inputs  # the caller says what is wrong with them
         try:
             model(*inputs)
         except Exception as exc:
             raise RuntimeError(f"Model(...).forward(*get_inputs()) raised {type(exc).__name__}: "
                                f"{exc}; a reference must run on its own inputs") from exc
+    return model, inputs
 
 
 def _analyze(module) -> dict[str, Any]:

@@ -26,11 +26,12 @@ FUNCTIONAL = ["F.relu", "torch.tanh", "torch.sigmoid", "F.gelu", "F.silu"]
 
 
 def source(init: list[str], forward: list[str], inputs: str, args: str = "x",
-           init_params: str = "", init_inputs: str = "[]", sizes: str = "") -> str:
+           init_params: str = "", init_inputs: str = "[]", sizes: str = "",
+           header: str = HEADER) -> str:
     """A KernelBench-format file: `init` and `forward` are the bodies' lines."""
     body = "".join(f"        {line}\n" for line in init) or "        pass\n"
     fwd = "".join(f"        {line}\n" for line in forward)
-    return (HEADER + "class Model(nn.Module):\n"
+    return (header + "class Model(nn.Module):\n"
             f"    def __init__(self{init_params}):\n        super(Model, self).__init__()\n"
             f"{body}\n    def forward(self, {args}):\n{fwd}\n\n{sizes}"
             f"def get_inputs():\n    return [{inputs}]\n\n\n"
@@ -97,6 +98,30 @@ def functional_loss(rng: random.Random) -> str:
     shape = rng.choice(["(8, 64)", "(4, 8, 16)", "(16,)"])
     return source([], [f"return {name}({call})"],
                   f"torch.randn{shape}, torch.randn{shape}", args="predictions, targets")
+
+
+DISTRIBUTIONS = ["Pareto(0.01, 1.5)", "Pareto(1.0, 3.0)", "Exponential(2.0)",
+                 "Normal(0.0, 3.0)", "Uniform(-2.0, 2.0)", "LogNormal(0.0, 1.0)"]
+
+
+def distribution_inputs(rng: random.Random) -> str:
+    """KernelBench's loss files draw their inputs from torch.distributions (`Pareto(0.01,
+    1.5).sample(...)`, times a random scalar): argument checks there read values, which the
+    analysis's meta tensors have none of."""
+    body = rng.choice([
+        "torch.mean((predictions - targets) ** 2)",
+        "torch.nn.functional.smooth_l1_loss(predictions, targets)",
+        "torch.mean(torch.clamp(1 - predictions * targets, min=0))",
+        "torch.nn.functional.l1_loss(predictions, targets, reduction='sum')"])
+    first, second = rng.choice(DISTRIBUTIONS), rng.choice(DISTRIBUTIONS)
+    names = sorted({d.split("(")[0] for d in (first, second)})
+    header = HEADER.rstrip("\n") + f"\nfrom torch.distributions import {', '.join(names)}\n\n\n"
+    scale = rng.choice(["", " * torch.rand(())"])
+    sizes = f"batch_size = {rng.choice([8, 16])}\ninput_shape = ({rng.choice([16, 24])},)\n\n\n"
+    inputs = (f"{first}.sample((batch_size, *input_shape)){scale}, "
+              f"{second}.sample((batch_size, *input_shape))")
+    return source([], [f"return {body}"], inputs, args="predictions, targets", sizes=sizes,
+                  header=header)
 
 
 def full_reduction(rng: random.Random) -> str:
@@ -199,7 +224,8 @@ def rnn_cell(rng: random.Random) -> str:
 
 FORMS = {f.__name__: f for f in (
     sequential_mlp, module_list_mlp, module_dict_block, functional_loss, full_reduction,
-    buffers, flatten_linear, lenet, conv_sequential, transformer_block, rnn_cell)}
+    buffers, flatten_linear, lenet, conv_sequential, transformer_block, rnn_cell,
+    distribution_inputs)}
 
 
 def generate(seed: int = 0, count: int = 22) -> dict[str, str]:

@@ -162,6 +162,52 @@ def test_a_problem_that_allocates_too_much_gets_a_clear_error():
     assert "1 GiB" in str(info.value) and time.monotonic() - began < 60
 
 
+OFFICIAL_SIZE_LOSS = """import torch
+import torch.nn as nn
+from torch.distributions import Pareto
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.nn.functional.smooth_l1_loss(predictions, targets)
+
+
+def get_inputs():
+    scale = torch.rand(())
+    return [Pareto(0.01, 1.5).sample((32768, 32768)) * scale,
+            Pareto(0.01, 1.5).sample((32768, 32768))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_official_sizes_are_validated_without_holding_their_memory():
+    # KernelBench's loss at its official size holds 8 GiB of inputs, drawn from
+    # torch.distributions: checked on meta tensors, it passes under a 1 GiB limit
+    from search_engine.problem_check import check_problem
+
+    info = check_problem(OFFICIAL_SIZE_LOSS, timeout_s=60, memory_bytes=1 << 30)
+    assert info.input_shapes == [[32768, 32768], [32768, 32768]]
+    assert info.input_dtypes == ["float32", "float32"] and info.parameter_count == 0
+
+
+def test_inputs_that_need_real_values_are_validated_by_a_real_run():
+    # a size read off a tensor's value has no meta form: the real run decides, and a
+    # forward that fails on those inputs is still the problem's own error
+    from search_engine.problem_check import ProblemInvalid, check_problem
+
+    sized = ("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+             "        return x * 2\n"
+             "def get_inputs():\n    n = int(torch.randint(3, 4, ()).item())\n"
+             "    return [torch.randn(n, 8)]\ndef get_init_inputs(): return []\n")
+    assert check_problem(sized, timeout_s=60).input_shapes == [[3, 8]]
+    broken = sized.replace("return x * 2", "return x @ x")
+    with pytest.raises(ProblemInvalid, match="a reference must run on its own inputs"):
+        check_problem(broken, timeout_s=60)
+
+
 @pytest.mark.django_db
 def test_a_forged_sandbox_answer_is_a_clear_error(client, teams, hardware, started):
     source = ("import os\nwith open('result.json', 'w') as f:\n    f.write('{\"probe\": 1, ')\n"

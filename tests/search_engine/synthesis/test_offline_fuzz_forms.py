@@ -44,11 +44,13 @@ def test_fuzzed_form_gets_a_correct_kernel_or_a_named_refusal(name, tmp_path):
 
 
 def test_the_fuzz_covers_the_level3_forms_it_draws(tmp_path):
-    """Not a fuzz that only refuses: Sequential MLPs, LeNet and the transformer block are
-    lowered to kernels, and the generator is deterministic."""
+    """Not a fuzz that only refuses: Sequential MLPs, LeNet, the transformer block and losses
+    on inputs drawn from torch.distributions are lowered to kernels, and the generator is
+    deterministic."""
     assert generate(seed=0, count=6) == generate(seed=0, count=6)
     families = {name: judge(SAMPLE[name], tmp_path) for name in SAMPLE
-                if name.split("_", 1)[1] in ("sequential_mlp", "lenet", "transformer_block")}
+                if name.split("_", 1)[1] in ("sequential_mlp", "lenet", "transformer_block",
+                                             "distribution_inputs")}
     assert "refused" not in families.values(), families
 
 

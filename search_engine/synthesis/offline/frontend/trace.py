@@ -156,7 +156,7 @@ def _build_on_meta(module, batch: int | None = None):
     """The Model and get_inputs() with every factory call on the meta device; `.cuda()` and
     `.to(device)` keep meta tensors on meta (the analysis needs shapes, never values).
     With `batch`, the inputs are those of another batch size (`batch_shapes`)."""
-    with _on_meta():
+    with on_meta():
         model = module.Model(*module.get_init_inputs())
         inputs = list(module.get_inputs())
         if batch is not None:
@@ -170,8 +170,15 @@ def _build_on_meta(module, batch: int | None = None):
 
 
 @contextlib.contextmanager
-def _on_meta():
+def on_meta():
+    """Every factory call on the meta device, `.cuda()`/`.to(device)`/`.cpu()` of a meta
+    tensor a no-op, and torch.distributions' argument checks off: they read values
+    (`bool(tensor)`), which meta tensors have none of, while sampling needs only shapes
+    (KernelBench draws its losses' inputs from `Pareto(...)`)."""
+    from torch.distributions import Distribution
+
     originals = {name: getattr(torch.Tensor, name) for name in ("cuda", "to", "cpu")}
+    checked = Distribution._validate_args
 
     def stay_on_meta(name):
         def call(self, *args, **kwargs):
@@ -184,11 +191,13 @@ def _on_meta():
     try:
         for name in originals:
             setattr(torch.Tensor, name, stay_on_meta(name))
+        Distribution.set_default_validate_args(False)
         with torch.device("meta"):
             yield
     finally:
         for name, fn in originals.items():
             setattr(torch.Tensor, name, fn)
+        Distribution.set_default_validate_args(checked)
 
 
 _MOVES = ("to", "cuda", "cpu", "contiguous", "detach", "float")
