@@ -214,11 +214,7 @@ def _validate(module) -> dict[str, Any]:
         if not hasattr(module, name):
             raise TypeError(f"the problem does not define {name}")
     model, inputs = _built_and_run(module)
-    if not isinstance(inputs, (list, tuple)) or not inputs:
-        raise TypeError("get_inputs() must return a non-empty list")
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    if not tensors:
-        raise TypeError("get_inputs() returned no tensor")
     floats = [t for t in tensors if t.is_floating_point()]
     parameters = model.parameters() if isinstance(model, torch.nn.Module) else []
     return {
@@ -246,22 +242,30 @@ def _built_and_run(module) -> tuple[Any, Any]:
         try:
             with on_meta():  # built without memory, whatever its size
                 model = module.Model(*module.get_init_inputs())
-                inputs = module.get_inputs()
-                if isinstance(inputs, (list, tuple)) and inputs:
-                    model(*inputs)
+                inputs = _checked_inputs(module.get_inputs())
+                model(*inputs)
             return model, inputs
         except Exception:  # noqa: BLE001: confirmed (or not) by the real run below
             pass
         model = module.Model(*module.get_init_inputs())
-        inputs = module.get_inputs()
-        if not isinstance(inputs, (list, tuple)) or not inputs:
-            return model, inputs  # the caller says what is wrong with them
+        inputs = _checked_inputs(module.get_inputs())
         try:
             model(*inputs)
         except Exception as exc:
             raise RuntimeError(f"Model(...).forward(*get_inputs()) raised {type(exc).__name__}: "
                                f"{exc}; a reference must run on its own inputs") from exc
     return model, inputs
+
+
+def _checked_inputs(inputs):
+    """get_inputs()'s answer, if it is a non-empty list holding a tensor; else TypeError."""
+    import torch
+
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("get_inputs() must return a non-empty list")
+    if not any(isinstance(x, torch.Tensor) for x in inputs):
+        raise TypeError("get_inputs() returned no tensor")
+    return inputs
 
 
 def _analyze(module) -> dict[str, Any]:

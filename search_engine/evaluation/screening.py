@@ -378,7 +378,7 @@ class _Lane:
     def _split_gpu_wait(self, run: ScreenRun) -> None:
         """The part of the timing phase spent waiting for the GPU (other lanes timing), as
         its own phase: with many lanes the screening is bound by it, not by compiling."""
-        waited = min(run.lock_wait_s, self.phases.get("timing_s", 0.0))
+        waited = min(getattr(run, "lock_wait_s", 0.0), self.phases.get("timing_s", 0.0))
         if waited > 0:
             self.phases["timing_s"] -= waited
             self.phases["gpu_wait_s"] = waited

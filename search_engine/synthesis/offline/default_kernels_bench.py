@@ -420,6 +420,7 @@ def _module(name: str, source: str, folder: Path):
 def _rel_error(out, ref) -> float:
     import torch
 
+    ref = ref.double()  # an index output (argmax) is compared as numbers too
     return float(torch.linalg.vector_norm((out.double() - ref).flatten())
                  / torch.linalg.vector_norm(ref.flatten()).clamp_min(1e-30))
 

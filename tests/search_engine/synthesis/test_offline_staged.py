@@ -143,6 +143,12 @@ CASES = {
                                "torch.randn(2, 4, 16, 16)"),
     "max_split": problem("", "torch.amax(x, dim=(0, 2)) + torch.sum(x, dim=(0, 2))",
                          "torch.randn(20, 3, 20)"),
+    # arg-reductions over rows full of ties: the first index of the best value, whichever
+    # lane of the tile saw it
+    "argmax_of_sums_ties": problem("", "torch.argmax(x.sum(dim=2), dim=1)",
+                                   "torch.randint(0, 3, (5, 40, 3)).float()"),
+    "argmax_after_scan_ties": problem("", "torch.argmax(torch.cumsum(x, dim=1) * 0.0 + x, "
+                                      "dim=1)", "torch.randint(0, 3, (5, 40)).float()"),
 }
 VARIANTS = [{}, {"BLOCK": 128, "BLOCK_O": 1, "BLOCK_R": 16, "BLOCK_M": 32, "BLOCK_N": 32,
                  "BLOCK_K": 32, "num_warps": 2, "SPLIT_R": 1024}, "h200"]
@@ -208,6 +214,25 @@ def test_few_outputs_over_many_elements_split_the_reduction(tmp_path):
     expected, got, _ = run_candidate(source, candidate, tmp_path)
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
     assert "_partial" not in staged.render(source, an, {**params, "SPLIT_R": 1})
+
+
+def test_a_loss_streams_a_wide_tile_and_reduces_across_it_once(tmp_path):
+    # one output over every element: each step adds the tile's values lane by lane (no
+    # shuffles or barrier a step; the H100 ran a Huber loss 3.9x faster so), the tile takes
+    # the elements of the BLOCK_O rows there are not, and the GPU default splits the
+    # elements over 1024 programs
+    source = CASES["huber"]
+    an = local_analysis(source)
+    gpu = staged.render(source, an, staged.default_params(an, "h200", "strict"))
+    assert "acc_t += tl.where(m2, " in gpu and "acc = tl.sum(acc_t, axis=1)" in gpu
+    assert "BLOCK_O=1, BLOCK_R=64, num_warps" in gpu  # 63 elements: one tile, no split
+    big = problem("", "F.smooth_l1_loss(x, y)", "torch.randn(4096, 4096), "
+                  "torch.randn(4096, 4096)", "x, y")
+    wide = staged.render(big, local_analysis(big),
+                         staged.default_params(local_analysis(big), "h200", "strict"))
+    assert "BLOCK_O=1, BLOCK_R=1024, SPLIT=1024" in wide
+    loop = wide[wide.index("for r_start0"):wide.index("acc = tl.sum(acc_t")]
+    assert "tl.sum(" not in loop  # nothing reduced across the tile inside the loop
 
 
 # 16+ channels per group, so the taps-outer loops are written (fewer keep the flat loop)

@@ -52,7 +52,7 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
     params = {"BLOCK": 1024 if gpu else 256, "BLOCK_O": 4, "BLOCK_R": 256 if gpu else 64,
               "BLOCK_M": 64 if gpu else 16, "BLOCK_N": 64 if gpu else 16,
               "BLOCK_K": 32 if gpu else 16, "num_warps": 4, "num_stages": 2 if gpu else 1,
-              "SPLIT_R": 256 if gpu else 1, "CONV_LOOP": 0,
+              "SPLIT_R": 1024 if gpu else 1, "CONV_LOOP": 0,
               "PRECISION": "tf32" if policy in ("tf32", "bf16") else STRICT_DOT_PRECISION}
     params["POOL_TILE"] = pool_tile_default(an)
     if an.family == "conv":

@@ -13,13 +13,13 @@ import math
 
 from search_engine.synthesis.offline.plan import stages as stages_plan
 from search_engine.synthesis.offline.plan.stages import REDUCE_OPS, Stage, streams_rows
-from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.staged_context import (
     Context, kernel_source, launch, p2, store_epilogue, unravel,
 )
 from search_engine.synthesis.offline.writers.staged_expr import Expr, reshape_index
 from search_engine.synthesis.offline.writers.staged_writers import (
-    ACROSS, accumulate, tile_index, with_combine,
+    ACROSS, accumulate, reduce_once, reduction_tile, tile_finish, tile_index, tile_start,
+    with_combine,
 )
 
 ROW_MASK, TILE_MASK = "omask", "m2"  # the masks of the rows' values and of the tile's
@@ -67,8 +67,7 @@ def write_row_group(ctx: Context, stages: list[Stage], name: str) -> tuple[str, 
     n_out, n_red = math.prod(first.shape), math.prod(in_shape[d] for d in dims)
     streamed = streams_rows(ctx.an, stages[0])
     if streamed:  # a row per BLOCK_R chunk, once per stage: the re-reads come from L2
-        block_o = min(ctx.params["BLOCK_O"], p2(n_out))
-        block_r = max(2, min(ctx.params["BLOCK_R"], p2(n_red), max(2, 8192 // block_o)))
+        block_o, block_r = reduction_tile(ctx.params, n_out, n_red)
     else:  # the whole row in one tile, loaded once
         block_r = p2(n_red)
         block_o = max(1, min(ctx.params["BLOCK_O"], p2(n_out),
@@ -146,16 +145,18 @@ def _reduce_rows(ctx: Context, expr: RowExpr, tile: _Tile, stage: Stage, out_idx
     """One reduction of the group over the tile (or the row's chunks), its epilogue, its
     store; its result then stays in a register for the stages after it."""
     anchor = ctx.nodes[stage.anchor]
-    init = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF,
-            "min": codegen.POS_INF}[anchor.op]
     body = expr.body
-    body.append(f"acc = tl.full([BLOCK_O], {init}, tl.float32)")
+    if tile.streamed:
+        body.extend(tile_start(anchor.op))
     inner, full = tile.open(expr)
     expr.body = inner
     value = expr.value(anchor.refs()[0], full, TILE_MASK)
-    inner.extend(accumulate(anchor.op, value))
+    inner.extend(accumulate(anchor.op, value) if tile.streamed
+                 else reduce_once(anchor.op, value))
     tile.close(expr, body, inner)
     expr.body = body
+    if tile.streamed:
+        body.extend(tile_finish(anchor.op))
     body.append(f"acc{stage.anchor} = acc")
     expr.subst[stage.anchor] = f"acc{stage.anchor}"
     store_epilogue(ctx, expr, stage, out_idx, ROW_MASK, "tl.zeros([BLOCK_O], tl.float32)")

@@ -45,8 +45,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     dims = tuple(node.attrs["dims"])
     kept = [d for d in range(len(in_shape)) if d not in dims]
     n_out, n_red = math.prod(node.shape), math.prod(in_shape[d] for d in dims)
-    block_o = min(ctx.params["BLOCK_O"], p2(n_out))
-    block_r = max(2, min(ctx.params["BLOCK_R"], p2(n_red), max(2, 8192 // block_o)))
+    block_o, block_r = reduction_tile(ctx.params, n_out, n_red)
     op = node.op
     split = reduction_split(ctx.params, op, n_out, n_red, block_o, block_r)
     chunk = -(-(-(-n_red // split)) // block_r) * block_r
@@ -56,11 +55,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     expr = Expr(ctx, body)
     out_idx = unravel(body, "offs", node.shape, "o")
     kept_idx = [out_idx[d] for d in kept] if node.attrs.get("keepdim") else list(out_idx)
-    init = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF,
-            "argmax": codegen.NEG_INF, "argmin": codegen.POS_INF}[op]
-    body.append(f"acc = tl.full([BLOCK_O], {init}, tl.float32)")
-    if op in ("argmax", "argmin"):
-        body.append("best = tl.zeros([BLOCK_O], tl.int64)")
+    body.extend(tile_start(op))
     if split > 1:
         body.append(f"r_start = tl.program_id(1).to(tl.int64) * {chunk}")
         body.append(f"for r_start0 in range(0, {chunk}, BLOCK_R):")
@@ -76,6 +71,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     v = expr.value(src, tuple(full), "m2")
     inner.extend(accumulate(op, v))
     body.extend("    " + line for line in inner)
+    body.extend(tile_finish(op))
     consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
     warps = ctx.params["num_warps"]
     if split > 1:
@@ -104,6 +100,21 @@ def tile_index(lines: list[str], in_shape, dims, kept_idx) -> list[str]:
         i = next(red_idx) if d in dims else next(kept)
         full.append(i if i == "0" else (f"({i}){ACROSS}" if d in dims else f"({i})[:, None]"))
     return full
+
+
+# elements of a reduction's [BLOCK_O, BLOCK_R] tile at most: its accumulator is a tile too
+MAX_REDUCTION_TILE = 4096
+
+
+def reduction_tile(params, n_out: int, n_red: int) -> tuple[int, int]:
+    """(BLOCK_O, BLOCK_R) of a reduction over `n_red` elements into `n_out` outputs. Fewer
+    outputs than BLOCK_O give their rows the tile's elements (a loss's one output streams
+    BLOCK_O x BLOCK_R elements a step, not BLOCK_R: each thread keeps several loads in
+    flight)."""
+    block_o = min(params["BLOCK_O"], p2(n_out))
+    wide = params["BLOCK_R"] * max(1, params["BLOCK_O"] // block_o)
+    block_r = max(2, min(wide, p2(n_red), max(2, MAX_REDUCTION_TILE // block_o)))
+    return block_o, block_r
 
 
 def reduction_split(params, op, n_out, n_red, block_o, block_r) -> int:
@@ -152,24 +163,58 @@ def _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx):
     return with_combine(op) + first + "\n\n" + second, lines
 
 
+# A reduction accumulates elementwise in a [BLOCK_O, BLOCK_R] tile and reduces across it
+# once, after its loop: a reduction across the tile at every step made each step wait on
+# the block's shuffles and barrier, and one loss (8 GiB into one value) ran at a quarter of
+# the card's bandwidth (H100, default_kernels_bench, 2026-12-06).
+_IDENTITY = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF,
+             "argmax": codegen.NEG_INF, "argmin": codegen.POS_INF}
+
+
+def tile_start(op: str) -> list[str]:
+    """Before the loop: the tile accumulator (and, for an arg-reduction, its indices)."""
+    lines = [f"acc_t = tl.full([BLOCK_O, BLOCK_R], {_IDENTITY[op]}, tl.float32)"]
+    if op in ("argmax", "argmin"):
+        lines.append("at_t = tl.zeros([BLOCK_O, BLOCK_R], tl.int64)")
+    return lines
+
+
 def accumulate(op: str, v: str) -> list[str]:
+    """One step: the tile's values (masked by `m2`) into the tile accumulator."""
     if op == "sum":
-        return [f"acc += tl.sum(tl.where(m2, {v}, 0.0), axis=1)"]
+        return [f"acc_t += tl.where(m2, {v}, 0.0)"]
     if op == "prod":
-        return [f"acc *= tl.reduce(tl.where(m2, {v}, 1.0), 1, _kh_mul)"]
+        return [f"acc_t *= tl.where(m2, {v}, 1.0)"]
     if op in ("max", "min"):
         fill = codegen.NEG_INF if op == "max" else codegen.POS_INF
-        return [f"acc = tl.{op}imum(acc, tl.{op}(tl.where(m2, {v}, {fill}), axis=1))"]
+        return [f"acc_t = tl.{op}imum(acc_t, tl.where(m2, {v}, {fill}))"]
+    # each lane keeps its first best (strictly better only: its indices only grow)
     better = ">" if op == "argmax" else "<"
-    fill = codegen.NEG_INF if op == "argmax" else codegen.POS_INF
-    kind = op[3:]
-    return [f"vals = tl.where(m2, {v}, {fill})",
-            f"top = tl.{kind}(vals, axis=1)",
-            "at = tl.min(tl.where((vals == top[:, None]) & m2, rr[None, :], "
-            "9223372036854775807), axis=1)",
-            f"take = top {better} acc",
-            "best = tl.where(take, at, best)",
-            "acc = tl.where(take, top, acc)"]
+    return [f"vals = tl.where(m2, {v}, {_IDENTITY[op]})",
+            f"take = vals {better} acc_t",
+            "at_t = tl.where(take, rr[None, :], at_t)",
+            "acc_t = tl.where(take, vals, acc_t)"]
+
+
+def reduce_once(op: str, v: str) -> list[str]:
+    """A whole row in one tile (no loop): `acc` per output straight from the tile's values."""
+    fill = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF}[op]
+    values = f"tl.where(m2, {v}, {fill})"
+    if op == "prod":
+        return [f"acc = tl.reduce({values}, 1, _kh_mul)"]
+    return [f"acc = tl.{op}({values}, axis=1)"]
+
+
+def tile_finish(op: str) -> list[str]:
+    """After the loop: `acc` per output (and `best`, the first index of the best value)."""
+    if op == "sum":
+        return ["acc = tl.sum(acc_t, axis=1)"]
+    if op == "prod":
+        return ["acc = tl.reduce(acc_t, 1, _kh_mul)"]
+    if op in ("max", "min"):
+        return [f"acc = tl.{op}(acc_t, axis=1)"]
+    return [f"acc = tl.{op[3:]}(acc_t, axis=1)",
+            "best = tl.min(tl.where(acc_t == acc[:, None], at_t, 9223372036854775807), axis=1)"]
 
 
 def with_combine(op: str) -> str:
