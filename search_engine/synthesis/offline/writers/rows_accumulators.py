@@ -22,9 +22,11 @@ def accumulator_init(i: int, op: str) -> list[str]:
             "min": f"tl.full([ROWS, BLOCK_R], {POS_INF}, tl.float32)"}
     if op in init:
         return [f"acc{i} = {init[op]}"]
+    # an index reduction keeps each lane's best and its column, reduced after the loop (as
+    # Inductor does): no reduction across the tile at every chunk
     fill = NEG_INF if op == "argmax" else POS_INF
-    return [f"best{i} = tl.full([ROWS, 1], {fill}, tl.float32)",
-            f"idx{i} = tl.zeros([ROWS, 1], dtype=tl.int32)"]
+    return [f"best{i} = tl.full([ROWS, BLOCK_R], {fill}, tl.float32)",
+            f"idx{i} = tl.zeros([ROWS, BLOCK_R], dtype=tl.int32)"]
 
 
 def accumulator_step(i: int, op: str, x: str) -> list[str]:
@@ -33,19 +35,21 @@ def accumulator_step(i: int, op: str, x: str) -> list[str]:
     if op in ("max", "min"):
         fn, fill = ("tl.maximum", NEG_INF) if op == "max" else ("tl.minimum", POS_INF)
         return [f"acc{i} = {fn}(acc{i}, tl.where(mask, {x}, {fill}))"]
-    fill, red, cmp = (NEG_INF, "tl.max", ">") if op == "argmax" else (POS_INF, "tl.min", "<")
+    # strictly better only: a lane's columns only grow, so it keeps its first best
+    fill, cmp = (NEG_INF, ">") if op == "argmax" else (POS_INF, "<")
     return [f"m{i} = tl.where(mask, {x}, {fill})",
-            f"cm{i} = {red}(m{i}, axis=1)[:, None]",
-            f"ci{i} = tl.{op}(m{i}, axis=1)[:, None] + start",
-            f"take{i} = cm{i} {cmp} best{i}",
-            f"best{i} = tl.where(take{i}, cm{i}, best{i})",
-            f"idx{i} = tl.where(take{i}, ci{i}, idx{i})"]
+            f"take{i} = m{i} {cmp} best{i}",
+            f"best{i} = tl.where(take{i}, m{i}, best{i})",
+            f"idx{i} = tl.where(take{i}, cols, idx{i})"]
 
 
 def accumulator_result(i: int, op: str) -> str:
     if op in ("sum", "max", "min"):
         return f"r{i} = tl.{op}(acc{i}, axis=1)[:, None]"
-    return f"r{i} = idx{i}"
+    # the first column holding the row's best value, whichever lane saw it
+    red = "tl.max" if op == "argmax" else "tl.min"
+    return (f"r{i} = tl.min(tl.where(best{i} == {red}(best{i}, axis=1)[:, None], idx{i}, "
+            f"2147483647), axis=1)[:, None]")
 
 
 def online_step(s: int, m: int, x: str) -> list[str]:
