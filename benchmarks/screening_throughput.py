@@ -88,8 +88,8 @@ def measure(problem_source: str, sources: list[str], lanes: int, target: str, po
             "per_minute": round(60.0 * len(sources) / max(result.duration_s, 1e-9), 1),
             "phases": result.phases, "warm_up_s": round(warm_up_s, 1),
             "fastest_ms": ranked[0].median_ms if ranked else None,
-            "failures": sorted({c.reason[:160] for c in result.configurations
-                                if not c.passed})[:5]}
+            "failures": [{"index": c.index, "reason": c.reason[:160]}
+                         for c in result.configurations if not c.passed][:5]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {"problem": name, "target": args.target, "policy": args.policy,
                    **measure(source, [c["source"] for c in drawn], count, args.target,
                              args.policy, args.timeout_s)}
+            for failure in row["failures"]:  # which configuration: a pruning gap shows
+                failure["params"] = drawn[failure["index"]]["params"]
             rows.append(row)
             print(json.dumps(row), flush=True)
             if args.out:  # after each row: a call cut short keeps what it measured

@@ -45,3 +45,19 @@ def test_bad_arguments_are_refused_with_a_message(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--files", str(tmp_path / "missing.py")])
     assert "no problem file" in capsys.readouterr().err
+
+
+def test_a_configuration_that_fails_is_named_with_its_parameters(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    real = bench.configurations(TINY, 1, "interpreter", "strict", seed=0)
+    broken = {"params": {"BLOCK_R": 3}, "source": real[0]["source"].replace(
+        "class ModelNew", "raise RuntimeError('broken')\nclass ModelNew")}
+    monkeypatch.setattr(bench, "configurations", lambda *args: real + [broken])
+    out = tmp_path / "rows.json"
+    assert bench.main(["--files", str(TINY_FILE), "--lanes", "1", "--target", "interpreter",
+                       "--out", str(out)]) == 0
+    row = json.loads(out.read_text())[0]
+    assert row["passed"] == 1 and row["configs"] == 2
+    assert row["failures"] == [{"index": 1, "reason": row["failures"][0]["reason"],
+                                "params": {"BLOCK_R": 3}}]
+    assert "broken" in row["failures"][0]["reason"]
