@@ -220,12 +220,22 @@ def _screen_chunk(runs: list["ScreenRun"], ref: ReferenceData, pool,
             for name, seconds in lane.phases.items():
                 _add(phases, name, seconds)
             if lane.spoiled:
+                _add_steps(phases, lane)
                 lane.close()
                 lane = None
     finally:
         if lane is not None:
+            _add_steps(phases, lane)
             lane.close()
     return out, phases
+
+
+def _add_steps(phases: dict[str, float], lane: "_Lane") -> None:
+    """The lane's resident steps (calls, judgements in the problem's sandbox, ...) as
+    `step_<name>_s`: parts of the check and timing phases, not more time."""
+    steps = lane.resident.steps if lane.resident is not None else {}
+    for name, seconds in steps.items():
+        _add(phases, f"step_{name}_s", seconds)
 
 
 def _add(phases: dict[str, float], name: str, seconds: float) -> None:

@@ -100,6 +100,8 @@ def test_resident_screening_spot_checks_in_the_problems_sandbox(tiny_softmax):
     assert wrong.reason.startswith("incorrect: trial "), wrong.reason
     assert "runtime.harness_patch" in forged.reason, forged.reason
     assert clean.passed and clean.median_ms > 0, clean.reason
+    # the problem sandbox's part of the phases, named apart (they are within check/timing)
+    assert result.phases["step_judge_s"] > 0 and result.phases["step_call_s"] > 0
 
 
 def test_a_cancelled_screening_kills_the_sandboxes_of_its_lanes(tiny_softmax):
