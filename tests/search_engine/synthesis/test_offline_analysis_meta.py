@@ -89,3 +89,49 @@ def test_a_problem_that_insists_on_real_data_hits_the_sandbox_memory_limit():
         analyze(EAGER, memory_bytes=ONE_GIB)
     assert isinstance(info.value, NotCoveredError)  # the search stops with the reason
     assert "coverage unknown" in str(info.value) and "memory" in str(info.value)
+
+
+PARETO_LOSS = '''import torch
+import torch.nn as nn
+from torch.distributions import Pareto
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.nn.functional.smooth_l1_loss(predictions, targets)
+
+def get_inputs():
+    scale = torch.rand(())
+    return [Pareto(0.01, 1.5).sample((32768, 32768)) * scale,
+            Pareto(0.01, 1.5).sample((32768, 32768))]
+
+def get_init_inputs():
+    return []
+'''
+
+SIZED_BY_VALUE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+def get_inputs():
+    rows = int(torch.randint(6, 7, ()).item())  # a size read off a value: no meta form
+    return [torch.randn(rows, 40)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inputs_drawn_from_distributions_are_analysed_on_meta_tensors_under_one_gib():
+    # KernelBench's losses draw 8 GiB of inputs from Pareto(0.01, 1.5): sampling needs only
+    # shapes; the distribution's argument checks (which read values) are off on meta
+    an = analyze(PARETO_LOSS, memory_bytes=ONE_GIB)
+    assert an.family == "reduction" and an.materialized_bytes == 0
+    assert an.nodes[0].shape == (32768, 32768)
+
+
+def test_inputs_sized_by_a_value_are_built_for_real_and_analysed_by_shape():
+    an = analyze(SIZED_BY_VALUE, memory_bytes=ONE_GIB)
+    assert an.family == "rows" and an.nodes[0].shape == (6, 40)

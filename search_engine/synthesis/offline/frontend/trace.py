@@ -158,7 +158,8 @@ def _build_on_meta(module, batch: int | None = None):
     With `batch`, the inputs are those of another batch size (`batch_shapes`)."""
     with on_meta():
         model = module.Model(*module.get_init_inputs())
-        inputs = list(module.get_inputs())
+    inputs = _inputs_on_meta(module)
+    with on_meta():
         if batch is not None:
             from search_engine.batch_shapes import inputs_at_batch
 
@@ -167,6 +168,17 @@ def _build_on_meta(module, batch: int | None = None):
     if isinstance(model, torch.nn.Module):
         model.eval()  # as the evaluator runs the reference
     return model, inputs
+
+
+def _inputs_on_meta(module) -> list:
+    """get_inputs() built on the meta device; where that cannot be (a size or a value read
+    off a tensor's data), built for real and only their shapes and dtypes kept."""
+    try:
+        with on_meta():
+            return list(module.get_inputs())
+    except Exception:  # noqa: BLE001 - data-dependent inputs: the real build decides
+        real = list(module.get_inputs())
+    return [x.to("meta") if isinstance(x, torch.Tensor) else x for x in real]
 
 
 @contextlib.contextmanager
