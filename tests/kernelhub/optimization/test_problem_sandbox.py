@@ -162,25 +162,9 @@ def test_a_problem_that_allocates_too_much_gets_a_clear_error():
     assert "1 GiB" in str(info.value) and time.monotonic() - began < 60
 
 
-OFFICIAL_SIZE_LOSS = """import torch
-import torch.nn as nn
-from torch.distributions import Pareto
-
-
-class Model(nn.Module):
-    def forward(self, predictions, targets):
-        return torch.nn.functional.smooth_l1_loss(predictions, targets)
-
-
-def get_inputs():
-    scale = torch.rand(())
-    return [Pareto(0.01, 1.5).sample((32768, 32768)) * scale,
-            Pareto(0.01, 1.5).sample((32768, 32768))]
-
-
-def get_init_inputs():
-    return []
-"""
+# KernelBench's loss form at its official size: 8 GiB of inputs drawn from Pareto(0.01, 1.5)
+OFFICIAL_SIZE_LOSS = (Path(__file__).resolve().parents[3] / "benchmarks" / "kernelbench_like" /
+                      "official_forms" / "huber_pareto_inputs.py").read_text()
 
 
 def test_official_sizes_are_validated_without_holding_their_memory():

@@ -5,6 +5,8 @@ probe reports that it held no real tensor data."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from search_engine.synthesis.base import NotCoveredError
@@ -91,22 +93,8 @@ def test_a_problem_that_insists_on_real_data_hits_the_sandbox_memory_limit():
     assert "coverage unknown" in str(info.value) and "memory" in str(info.value)
 
 
-PARETO_LOSS = '''import torch
-import torch.nn as nn
-from torch.distributions import Pareto
-
-class Model(nn.Module):
-    def forward(self, predictions, targets):
-        return torch.nn.functional.smooth_l1_loss(predictions, targets)
-
-def get_inputs():
-    scale = torch.rand(())
-    return [Pareto(0.01, 1.5).sample((32768, 32768)) * scale,
-            Pareto(0.01, 1.5).sample((32768, 32768))]
-
-def get_init_inputs():
-    return []
-'''
+PARETO_LOSS = (Path(__file__).resolve().parents[3] / "benchmarks" / "kernelbench_like" /
+               "official_forms" / "huber_pareto_inputs.py").read_text()
 
 SIZED_BY_VALUE = '''import torch
 import torch.nn as nn
