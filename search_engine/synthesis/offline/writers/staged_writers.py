@@ -112,9 +112,12 @@ def reduction_tile(params, n_out: int, n_red: int) -> tuple[int, int]:
     BLOCK_O x BLOCK_R elements a step, not BLOCK_R: each thread keeps several loads in
     flight)."""
     block_o = min(params["BLOCK_O"], p2(n_out))
-    wide = params["BLOCK_R"] * max(1, params["BLOCK_O"] // block_o)
-    block_r = max(2, min(wide, p2(n_red), max(2, MAX_REDUCTION_TILE // block_o)))
-    return block_o, block_r
+    cap = max(2, MAX_REDUCTION_TILE // block_o)
+    wide = min(params["BLOCK_R"] * max(1, params["BLOCK_O"] // block_o), cap)
+    if p2(n_red) >= wide:  # a long reduction: the wide tile
+        return block_o, wide
+    # a short one keeps BLOCK_R (so the tile does not change with a batch in the reduction)
+    return block_o, max(2, min(params["BLOCK_R"], p2(n_red), cap))
 
 
 def reduction_split(params, op, n_out, n_red, block_o, block_r) -> int:
