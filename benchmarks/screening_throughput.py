@@ -42,30 +42,18 @@ DEFAULT_PROBLEMS = "l1_023_softmax_fp32,l1_001_matmul_fp32,l1_conv2d_3x3_fp32"
 
 def configurations(problem_source: str, count: int, target: str, policy: str,
                    seed: int) -> list[dict]:
-    """`count` distinct renderings ({params, source}): the default, then random draws."""
+    """Up to `count` distinct renderings ({params, source}): the offline synthesizer's
+    proposals for a fresh expansion of the root (the default, then random draws), without
+    any the target cannot hold."""
+    from search_engine.synthesis.base import MemoryView, NodeView, SynthesisRequest
     from search_engine.synthesis.offline import OfflineSynthesizer
-    from search_engine.synthesis.offline.synthesizer import family_module
 
-    syn = OfflineSynthesizer()
-    an = syn.analysis(problem_source)
-    space, hw = family_module(an), get_target(target)
-    default = space.default_params(an, target, policy)
-    rng, out, seen = random.Random(seed), [], set()
-    draws = [default] + [space.clamp(an, space.random_params(an, default, rng))
-                         for _ in range(20 * count)]
-    for params in draws:
-        if len(out) >= count:
-            break
-        if not space.valid(an, params) or space.resource_problem(an, params, hw):
-            continue
-        try:
-            source = syn.render(problem_source, params)
-        except Exception:  # noqa: BLE001 - a point of the space the writer refuses
-            continue
-        if source not in seen:
-            seen.add(source)
-            out.append({"params": params, "source": source})
-    return out
+    root = NodeView(id=0, source=problem_source, origin={}, status="reference")
+    request = SynthesisRequest(problem_source=problem_source, target=get_target(target),
+                               parent=root, memory=MemoryView("trajectory"),
+                               precision_policy=policy)
+    proposals = OfflineSynthesizer().propose(request, count, random.Random(seed))
+    return [{"params": p.params, "source": p.source} for p in proposals if not p.pruned]
 
 
 def measure(problem_source: str, sources: list[str], lanes: int, target: str, policy: str,

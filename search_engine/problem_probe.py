@@ -229,20 +229,21 @@ def _built_and_run(module) -> tuple[Any, Any]:
     """The model and its inputs, after one forward: a problem whose forward raises cannot be
     a reference.
 
-    First all on meta tensors (no data, no memory and no time at any size: KernelBench's
+    First on meta tensors (no data, no memory and no time at any size: KernelBench's
     official sizes are far over the probe's memory limit, and a forward that always raises
-    or mismatches its shapes fails there too). Only when that fails is everything built and
-    run for real, so a refusal is always the problem's own error on its own inputs, never a
-    meta-device gap."""
+    or mismatches its shapes fails there too; inputs sized by a value are built for real and
+    only their shapes kept, as the analysis does). Only when that fails is everything built
+    and run for real, so a refusal is always the problem's own error on its own inputs,
+    never a meta-device gap."""
     import torch
 
-    from search_engine.synthesis.offline.frontend.trace import on_meta
+    from search_engine.synthesis.offline.frontend.trace import inputs_on_meta, on_meta
 
     with torch.no_grad():
         try:
+            inputs = _checked_inputs(inputs_on_meta(module))  # the analysis's rule
             with on_meta():  # built without memory, whatever its size
                 model = module.Model(*module.get_init_inputs())
-                inputs = _checked_inputs(module.get_inputs())
                 model(*inputs)
             return model, inputs
         except Exception:  # noqa: BLE001: confirmed (or not) by the real run below

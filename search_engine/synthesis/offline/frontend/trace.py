@@ -158,7 +158,7 @@ def _build_on_meta(module, batch: int | None = None):
     With `batch`, the inputs are those of another batch size (`batch_shapes`)."""
     with on_meta():
         model = module.Model(*module.get_init_inputs())
-    inputs = _inputs_on_meta(module)
+    inputs = inputs_on_meta(module)
     with on_meta():
         if batch is not None:
             from search_engine.batch_shapes import inputs_at_batch
@@ -170,7 +170,7 @@ def _build_on_meta(module, batch: int | None = None):
     return model, inputs
 
 
-def _inputs_on_meta(module) -> list:
+def inputs_on_meta(module) -> list:
     """get_inputs() built on the meta device; where that cannot be (a size or a value read
     off a tensor's data), built for real and only their shapes and dtypes kept."""
     try:

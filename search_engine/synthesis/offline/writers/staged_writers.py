@@ -189,8 +189,7 @@ def accumulate(op: str, v: str) -> list[str]:
     if op == "prod":
         return [f"acc_t *= tl.where(m2, {v}, 1.0)"]
     if op in ("max", "min"):
-        fill = codegen.NEG_INF if op == "max" else codegen.POS_INF
-        return [f"acc_t = tl.{op}imum(acc_t, tl.where(m2, {v}, {fill}))"]
+        return [f"acc_t = tl.{op}imum(acc_t, tl.where(m2, {v}, {_IDENTITY[op]}))"]
     # each lane keeps its first best (strictly better only: its indices only grow)
     better = ">" if op == "argmax" else "<"
     return [f"vals = tl.where(m2, {v}, {_IDENTITY[op]})",
@@ -201,8 +200,7 @@ def accumulate(op: str, v: str) -> list[str]:
 
 def reduce_once(op: str, v: str) -> list[str]:
     """A whole row in one tile (no loop): `acc` per output straight from the tile's values."""
-    fill = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF}[op]
-    values = f"tl.where(m2, {v}, {fill})"
+    values = f"tl.where(m2, {v}, {_IDENTITY[op]})"
     if op == "prod":
         return [f"acc = tl.reduce({values}, 1, _kh_mul)"]
     return [f"acc = tl.{op}({values}, axis=1)"]
