@@ -69,6 +69,7 @@ def measure(problem_source: str, sources: list[str], lanes: int, target: str, po
         started = time.monotonic()
         screened(sources[:1])  # the reference and the warm pool, off the clock
         warm_up_s = time.monotonic() - started
+        _progress(f"{lanes} lanes: warm-up {warm_up_s:.1f} s; screening {len(sources)}")
         result = screened(sources)
     ranked = result.ranked()
     return {"lanes": lanes, "configs": len(sources), "sandboxes": result.sandboxes,
@@ -78,6 +79,11 @@ def measure(problem_source: str, sources: list[str], lanes: int, target: str, po
             "fastest_ms": ranked[0].median_ms if ranked else None,
             "failures": [{"index": c.index, "reason": c.reason[:160]}
                          for c in result.configurations if not c.passed][:5]}
+
+
+def _progress(line: str) -> None:
+    """Where a run cut by its time limit was (stderr; the rows go to stdout)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"no problem file {path}")
         name = path.stem
         source = path.read_text()
+        begun = time.monotonic()
         drawn = configurations(source, args.configs, args.target, args.policy, args.seed)
+        _progress(f"{name}: {len(drawn)} configurations drawn in "
+                  f"{time.monotonic() - begun:.1f} s")
         for count in lanes:
             row = {"problem": name, "target": args.target, "policy": args.policy,
                    **measure(source, [c["source"] for c in drawn], count, args.target,

@@ -180,10 +180,13 @@ class ResidentDrive:
         sets = sorted(self.handles)
         header = {"sets": sets, "timing": run.config.timing_spec(run.hw.l2_bytes or 64 << 20),
                   "pad": not _side_streams(report, session)}
-        if run._timing_reply(session, header, report, gated=True) is None:
+        with self._timed("time"):  # with its wait for the GPU (the phases split that out)
+            timed = run._timing_reply(session, header, report, gated=True)
+        if timed is None:
             return
         consistency = []
-        kept, _ = run._request(session, "share_kept", {}, max_reply_fds=wire.MAX_FDS)
+        with self._timed("share_kept"):
+            kept, _ = run._request(session, "share_kept", {}, max_reply_fds=wire.MAX_FDS)
         fds, metas, offset = kept.get("fds", []), kept.get("shared", []), 0
         try:
             for entry in kept.get("layout", []):

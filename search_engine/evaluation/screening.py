@@ -233,7 +233,8 @@ def _screen_chunk(runs: list["ScreenRun"], ref: ReferenceData, pool,
 def _add_steps(phases: dict[str, float], lane: "_Lane") -> None:
     """The lane's resident steps (calls, judgements in the problem's sandbox, ...) as
     `step_<name>_s`: parts of the check and timing phases, not more time."""
-    steps = lane.resident.steps if lane.resident is not None else {}
+    steps = dict(lane.resident.steps) if lane.resident is not None else {}
+    steps.update(lane.steps)
     for name, seconds in steps.items():
         _add(phases, f"step_{name}_s", seconds)
 
@@ -265,6 +266,7 @@ class _Lane:
     def __init__(self, first: ScreenRun, ref: ReferenceData, pool):
         self.ref, self.error, self.spoiled = ref, "", False
         self.phases: dict[str, float] = {}  # the last configuration's seconds per phase
+        self.steps: dict[str, float] = {}  # seconds per step over all its configurations
         self.resident = None
         first._ref = ref
         try:
@@ -349,7 +351,9 @@ class _Lane:
         self._phase("compile_s")
         if not reply.get("ok"):
             return run.failed(_failure(reply))
-        warm = run._warm(session, self.set_id)
+        begun = time.monotonic()
+        warm = run._warm(session, self.set_id)  # the first call: Triton's JIT compile
+        self.steps["warm"] = self.steps.get("warm", 0.0) + time.monotonic() - begun
         if warm is not None:
             return run.failed(_failure(warm))
         verdict, streams = self._spot_check(run, session)

@@ -279,7 +279,8 @@ NEIGHBOURS = {
     "cross_entropy": {"block_r1024": {"BLOCK_R": 1024}, "block_r4096_8w": {"BLOCK_R": 4096,
                                                                             "num_warps": 8},
                       "rows1": {"BLOCK_O": 1}, "warps4": {"num_warps": 4}},
-    **{name: POOL_NEIGHBOURS for name in ("max_pool2d", "avg_pool1d", "avg_pool2d")},
+    **{name: POOL_NEIGHBOURS for name in ("max_pool2d", "avg_pool1d", "avg_pool2d",
+                                          "max_pool1d", "max_pool3d")},
     "matmul": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
@@ -354,7 +355,7 @@ def warp_specialized(source: str) -> str:
 
 
 # suffix: (rewrite, {problem: labels of the kernels it rewrites})
-_POOLS = ("max_pool2d", "avg_pool1d", "avg_pool2d")
+_POOLS = ("max_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool3d")
 EXPERIMENTS = {
     "i32": (index32, {name: ("default",) for name in
                       (*_POOLS, "cross_entropy", "sum_dim", "conv2d_3x3", "conv_transpose2d")}),

@@ -102,6 +102,11 @@ def test_resident_screening_spot_checks_in_the_problems_sandbox(tiny_softmax):
     assert clean.passed and clean.median_ms > 0, clean.reason
     # the problem sandbox's part of the phases, named apart (they are within check/timing)
     assert result.phases["step_judge_s"] > 0 and result.phases["step_call_s"] > 0
+    # the timing request and the kept outputs' hand-over; the compile pass before the first
+    # call is its own step too (none on the interpreter: no compile to run ahead)
+    for step in ("time", "share_kept"):
+        assert result.phases[f"step_{step}_s"] > 0, result.phases
+    assert result.phases["step_warm_s"] >= 0
 
 
 def test_a_cancelled_screening_kills_the_sandboxes_of_its_lanes(tiny_softmax):

@@ -81,23 +81,62 @@ def test_the_row_tile_divides_no_per_output_index(name):
     assert block * width <= pooling.TILE_ELEMENTS
 
 
+@pytest.mark.parametrize("name, tile, trips", [
+    ("max3d_dilated_ceil", 0, 27), ("max3d_dilated_ceil", 1, 9), ("avg2d_wide_window", 0, 121),
+    ("avg2d_wide_window", 1, 11), ("adaptive_uneven", 0, None)])
+def test_small_windows_are_unrolled_with_their_bases_computed_once(name, tile, trips):
+    """A window of at most UNROLL_TAPS taps is a `tl.static_range` (the taps' offsets fold
+    to constants); a larger one stays a rolled loop. Either way each dim's window start is
+    computed once, before the loop, and a tap only adds its offset to it."""
+    source = problem(*CASES[name])
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": tile}
+    kernel = _pool_kernel(staged.render(source, an, params))
+    header = re.search(r"for w in (tl\.static_range|range)\((\d+)\):", kernel)
+    if trips is not None:
+        assert int(header.group(2)) == trips
+    rolled = int(header.group(2)) > pooling.UNROLL_TAPS
+    assert header.group(1) == ("range" if rolled else "tl.static_range"), kernel
+    loop = kernel[header.end():]
+    assert "wbeg0 = " in kernel[:header.start()] and "wbeg0 = " not in loop
+    for line in loop.splitlines():
+        if re.match(r"\s+i\d = ", line):  # the base plus this tap's (dilated) offset
+            assert re.fullmatch(r"\s+i(\d) = wbeg\1 \+ k\d+( \* \d+)?", line), line
+
+
 def test_the_layout_default_is_the_measured_one_and_the_flat_block_is_capped():
     one_d = local_analysis(problem(*CASES["avg1d_overlapping_padded"]))
     two_d = local_analysis(problem(*CASES["max2d_pad_stride"]))
     assert staged.default_params(one_d, "h200", "strict")["POOL_TILE"] == 1
     assert staged.default_params(two_d, "h200", "strict")["POOL_TILE"] == 0
-    source = problem("self.p = nn.MaxPool2d(2)", "self.p(x)", "torch.randn(2, 3, 64, 64)")
+    source = problem("self.p = nn.AvgPool2d(6)", "self.p(x)", "torch.randn(2, 3, 64, 64)")
     an = local_analysis(source)
     rendered = staged.render(source, an, {**staged.default_params(an, "h200", "strict"),
                                           "BLOCK": 2048})
-    assert f"BLOCK={pooling.FLAT_BLOCK}," in rendered
+    assert f"BLOCK={pooling.FLAT_BLOCK}," in rendered  # a rolled window (36 taps)
+
+
+@pytest.mark.parametrize("pool, shape", [
+    ("nn.MaxPool2d(4, stride=2, padding=1)", "(1, 2, 64, 1024)"),
+    ("nn.MaxPool3d(3, stride=2, dilation=3)", "(1, 1, 16, 16, 1024)"),
+    ("nn.AvgPool3d(3, stride=2, padding=1)", "(1, 1, 16, 16, 1024)")])
+@pytest.mark.parametrize("warps", [4, 8])
+def test_an_unrolled_flat_window_takes_one_output_a_thread(pool, shape, warps):
+    """Two outputs a thread with every tap's load in flight ran MaxPool3d at half its speed
+    (registers): an unrolled window's program holds 32 outputs a warp."""
+    source = problem(f"self.p = {pool}", "self.p(x)", f"torch.randn{shape}")
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": 0, "BLOCK": 1024,
+              "num_warps": warps}
+    rendered = staged.render(source, an, params)
+    assert f"BLOCK={32 * warps}," in rendered and "tl.static_range(" in rendered
 
 
 @pytest.mark.parametrize("pool, shape, block", [
-    ("nn.MaxPool2d(4, stride=2, padding=1)", "(1, 2, 64, 1024)", 256),  # 8 KiB of windows
+    ("nn.AvgPool2d(6, stride=2, padding=1)", "(1, 2, 64, 1024)", 256),  # 12 KiB of windows
     ("nn.AvgPool2d(11)", "(1, 2, 64, 4096)", 128),  # 124 KiB at 256, 62 KiB at 128
     ("nn.AvgPool2d(32)", "(1, 1, 64, 16384)", 32),  # never below a warp
-    ("nn.MaxPool3d(3, stride=2, dilation=3)", "(1, 1, 16, 16, 1024)", 256),
+    ("nn.MaxPool3d((4, 3, 3), stride=2, dilation=3)", "(1, 1, 16, 16, 1024)", 256),
 ])
 def test_the_flat_block_keeps_its_windows_within_the_l1_footprint(pool, shape, block):
     source = problem(f"self.p = {pool}", "self.p(x)", f"torch.randn{shape}")
