@@ -148,8 +148,8 @@ def screen(problem_source: Problem | str | Path, sources: list[str],
                 why = "problem defect: " + "; ".join(reference.defects)
                 done.update({r.index: r.failed(why) for r in todo})
             else:
-                chunks = _chunks(todo, workers or config.screen_lanes
-                                 or _default_workers(hw, len(todo)))
+                lanes = workers or config.screen_lanes or _default_workers(hw, len(todo))
+                chunks = _chunks(todo, _lanes_with_memory(lanes, reference))
                 result.sandboxes = len(chunks)
                 with ThreadPoolExecutor(len(chunks), thread_name_prefix="kernelhub-screen") as pool:
                     # each lane in a copy of this context: a cancel (the executor's scope)
@@ -179,6 +179,16 @@ def _default_workers(hw: HardwareTarget, count: int) -> int:
     if hw.is_interpreter:
         return 1
     return max(1, min(count, gpu_lanes()))
+
+
+def _lanes_with_memory(lanes: int, reference: ReferenceData) -> int:
+    """At most as many lanes as the problem's sandbox has trial slots: a resident lane
+    holds its slot (its staged trial) for its whole life, so a lane past them would start
+    its sandbox only to wait, compiling nothing, for another lane's whole share (a 4096 x
+    393216 softmax has one slot on an 80 GB card)."""
+    link = reference.link if reference.resident else None
+    slots = getattr(link, "slot_count", None)
+    return max(1, min(lanes, slots)) if slots else lanes
 
 
 def gpu_lanes(config: EvaluationConfig | None = None) -> int:

@@ -3,11 +3,13 @@ spot-checked by the parent against the reference and timed; never a reported res
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from search_engine.evaluation.config import EvaluationConfig
 from search_engine.evaluation.reference import ReferenceCache
-from search_engine.evaluation.screening import screen
+from search_engine.evaluation.screening import _lanes_with_memory, screen
 from search_engine.problems_library import library_problem
 from tests.search_engine.evaluation.conftest import candidate
 
@@ -158,3 +160,13 @@ def test_time_queued_behind_other_lanes_is_its_own_phase():
     unqueued.phases = {"timing_s": 2.0}
     unqueued._split_gpu_wait(SimpleNamespace(lock_wait_s=0.0))
     assert unqueued.phases == {"timing_s": 2.0}
+
+
+def test_resident_lanes_are_bounded_by_the_problem_sandboxs_trial_slots():
+    """A lane holds its trial slot for life: lanes past the slots would only wait."""
+    one_slot = SimpleNamespace(resident=True, link=SimpleNamespace(slot_count=1))
+    assert _lanes_with_memory(8, one_slot) == 1
+    four = SimpleNamespace(resident=True, link=SimpleNamespace(slot_count=4))
+    assert _lanes_with_memory(8, four) == 4 and _lanes_with_memory(2, four) == 2
+    copied = SimpleNamespace(resident=False, link=None)  # tensors copied: no slots
+    assert _lanes_with_memory(8, copied) == 8
