@@ -21,9 +21,10 @@ class TimedChecks:
     """Timing and the kept-output checks of `CandidateRun` (its `config`, `hw`, `tolerance`,
     `lock_wait_s` and `_request`)."""
 
-    def _timed_checks(self, session: SandboxSession, ref: ReferenceData, report: dict) -> None:
-        """Time the candidate (the parent holds the GPU), check the timed outputs and one
-        more call after timing against the reference."""
+    def _timed_checks(self, session: SandboxSession, ref: ReferenceData, report: dict,
+                      after: bool = True) -> None:
+        """Time the candidate (the parent holds the GPU), check the timed outputs and (with
+        `after`) one more call after timing against the reference."""
         n_sets = len(ref.inputs)
         ids = getattr(self, "_set_ids", list(range(n_sets)))
         trial_of = {set_id: trial for trial, set_id in enumerate(ids)}
@@ -38,8 +39,9 @@ class TimedChecks:
             if int(entry["set"]) not in trial_of:
                 raise ProtocolViolation(f"timed outputs for an input set {entry['set']} never "
                                         "staged")
-        reply, _ = self._request(session, "call", {"set": ids[0], "ghost": False,
-                                                   "probe": _probe(), "keep": "after"})
+        if after:
+            reply, _ = self._request(session, "call", {"set": ids[0], "ghost": False,
+                                                       "probe": _probe(), "keep": "after"})
         # The timed and the later outputs stay in the sandbox; the parent picks the indices
         # to read only now that they are fixed, so skipped work cannot hide at unread places.
         got, idx = self._sample(session, ref.outputs64[0])
@@ -49,9 +51,10 @@ class TimedChecks:
             if kept is not None:
                 consistency.append({"trial": which, "rel_norm_diff": _sample_distance(
                     kept, ref.outputs64[which], idx)})
-        after = _sample_distance(got["after"], ref.outputs64[0], idx) \
-            if reply.get("ok") and "after" in got else float("inf")
-        consistency.append({"trial": 0, "after_timing": True, "rel_norm_diff": after})
+        if after:
+            later = _sample_distance(got["after"], ref.outputs64[0], idx) \
+                if reply.get("ok") and "after" in got else float("inf")
+            consistency.append({"trial": 0, "after_timing": True, "rel_norm_diff": later})
         report["timed_consistency"] = consistency
 
     def _timing_reply(self, session, header: dict, report: dict,

@@ -170,3 +170,19 @@ def test_resident_lanes_are_bounded_by_the_problem_sandboxs_trial_slots():
     assert _lanes_with_memory(8, four) == 4 and _lanes_with_memory(2, four) == 2
     copied = SimpleNamespace(resident=False, link=None)  # tensors copied: no slots
     assert _lanes_with_memory(8, copied) == 8
+
+
+def test_a_screened_configuration_is_called_once_besides_its_timing(tiny_softmax, monkeypatch):
+    """The spot-check's call, then the timed loop (its outputs judged): the full
+    evaluation's call after timing is not a screening's (each call and judge queues in the
+    problem's one sandbox)."""
+    from search_engine.evaluation.resident import ResidentDrive
+
+    calls = []
+    original = ResidentDrive._call
+    monkeypatch.setattr(ResidentDrive, "_call",
+                        lambda self, *a, **k: calls.append(a) or original(self, *a, **k))
+    result = screen(tiny_softmax, [CLEAN], target="interpreter", timeout_s=60,
+                    config=EvaluationConfig(ncu="off", resident="on", static_checks=False))
+    assert result.configurations[0].passed, result.configurations[0].reason
+    assert len(calls) == 1
