@@ -13,7 +13,6 @@ import torch
 from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.default_kernels_bench import PROBLEMS
 from search_engine.synthesis.offline.spaces import templates
-from search_engine.synthesis.offline.writers import rows_split
 
 from .conftest import load_problem
 from .test_offline_templates import no_torch_math, problem
@@ -187,29 +186,3 @@ def test_split_rows_past_two_billion_elements_address_in_64_bits():
     assert candidate.count("base = outer.to(tl.int64) * R * INNER + inner") == 2
     small = rendered(LAYERNORM_PLAIN, SMALL_SPLIT)[2]
     assert "tl.int64" not in small  # 32-bit offsets where they suffice
-
-
-@pytest.mark.parametrize("source", [RMSNORM_WEIGHT, SOFTMAX_ROW, LAYERNORM_AFFINE])
-def test_a_long_elementwise_pass_spreads_over_more_programs_and_stays_strict(source, run):
-    """Where SPLIT programs would each stream more than STORE_SEG_TILES tiles, the last
-    (elementwise) pass takes more programs, each combining the same SPLIT partials; its
-    reversed order and its partial last segment stay exact."""
-    an, params, candidate = rendered(source, {**SMALL_SPLIT, "BLOCK_R": 16, "SPLIT": 2})
-    grids = launch_grids(candidate, an)
-    rows, length = templates.row_count(an), templates.row_length(an)
-    parts = -(-length // (rows_split.STORE_SEG_TILES * 16))
-    assert grids[:-1] == [(rows, 2)] * (len(grids) - 1) and grids[-1] == (rows, parts) and parts > 2
-    segments = [int(s) for s in re.findall(r"SEG=(\d+)", candidate)]
-    assert segments[-1] <= rows_split.STORE_SEG_TILES * 16 and segments[-1] * parts >= length
-    expected, got, _ = run(source, candidate)
-    assert strict_error(source, got) <= STRICT_REL_L2
-
-
-def test_the_bench_frobenius_divides_over_short_segments():
-    """1.9e9 elements in one row: 1024 partials, the divide over 64-tile segments."""
-    source = PROBLEMS["frobenius"][0]
-    an, params, candidate = rendered(source, {}, target="h200")
-    grids = launch_grids(candidate, an)
-    assert grids[0] == (1, params["SPLIT"]) and grids[-1][1] > params["SPLIT"]
-    segment = int(re.findall(r"SEG=(\d+)", candidate)[-1])
-    assert segment <= rows_split.STORE_SEG_TILES * params["BLOCK_R"]

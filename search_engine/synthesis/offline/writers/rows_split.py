@@ -16,12 +16,6 @@ from search_engine.synthesis.offline.writers.codegen import (
 from search_engine.synthesis.offline.writers.rows_accumulators import lane_moments_merge
 
 
-# the most BLOCK_R tiles one program of the elementwise pass streams: a 1.9e9-element
-# Frobenius normalisation over 1024 programs (1792 tiles each) ran its divide 6 % slower
-# than Inductor's flat kernel (H100, 2026-12-06)
-STORE_SEG_TILES = 64
-
-
 class SplitRows:
     """Split-row kernels and their launch for `rows.RowsWriter` (a mixin): uses its pass
     grouping (`rows_passes.ReductionPasses`), shapes, coordinates and stores."""
@@ -47,13 +41,12 @@ class SplitRows:
             k = Kernel(f"{self.name}_pass{g}" if g < len(groups) else self.name)
             k.params += ["out_ptr"] + [f"in{i}_ptr" for i in self.leaves] + ["ws_ptr"]
             k.params += self._shape_params()
-            k.params += ["SPLIT: tl.constexpr", "SPLIT_P2: tl.constexpr", "SEG: tl.constexpr",
-                         "PARTS: tl.constexpr"]
+            k.params += ["SPLIT: tl.constexpr", "SPLIT_P2: tl.constexpr", "SEG: tl.constexpr"]
             b = k.body
             if g % 2:  # every other kernel runs its programs in reverse: it starts on the
                 # data the kernel before it read last, still in L2
                 b += ["row_id = n_rows - 1 - tl.program_id(0)",
-                      "part = PARTS - 1 - tl.program_id(1)"]
+                      "part = SPLIT - 1 - tl.program_id(1)"]
             else:
                 b += ["row_id = tl.program_id(0)", "part = tl.program_id(1)"]
             b += ["rows = row_id + tl.arange(0, ROWS)[:, None]", "row_mask = rows < n_rows",
@@ -147,32 +140,17 @@ class SplitRows:
 
     def split_launch(self, out_var: str, launch_prefix: list[str]) -> list[str]:
         split, block = self.p["SPLIT"], self.p["BLOCK_R"]
+        seg = -(-(-(-self.row_length() // split)) // block) * block
         n_rows = math.prod(self.shape) // self.row_length()
         lines = list(launch_prefix)
         lines.append(f"kh_ws = torch.empty(({max(1, len(self.split_slots()))}, {n_rows}, "
                      f"{split}), device={out_var}.device, dtype=torch.float32)")
         call = self._shape_call(lines, [out_var] + [f"kh_t{i}" for i in self.leaves]
                                 + ["kh_ws"])
-        kernels = self.split_kernels()
-        for n, kernel in enumerate(kernels):
-            parts = split
-            if n == len(kernels) - 1 and self.level[self.out_id] != "row":
-                parts = self.store_parts()
-            lines.append(f"{kernel.name}[({n_rows}, {parts})](" + ", ".join(call) + ", "
-                         f"ROWS=1, BLOCK_R={block}, SPLIT={split}, "
-                         f"SPLIT_P2={max(2, 1 << (split - 1).bit_length())}, "
-                         f"SEG={self._segment(parts)}, PARTS={parts}, "
-                         f"num_warps={self.p['num_warps']})")
+        consts = (f"ROWS=1, BLOCK_R={block}, SPLIT={split}, "
+                  f"SPLIT_P2={max(2, 1 << (split - 1).bit_length())}, SEG={seg}, "
+                  f"num_warps={self.p['num_warps']})")
+        for kernel in self.split_kernels():
+            lines.append(f"{kernel.name}[({n_rows}, {split})](" + ", ".join(call) + ", "
+                         + consts)
         return lines
-
-    def store_parts(self) -> int:
-        """The programs a row's elementwise pass spreads over: SPLIT, or more where each
-        would stream more than `STORE_SEG_TILES` tiles (each reads the SPLIT partials
-        again, a few KiB from L2, and long segments leave SMs idle at the end)."""
-        split, block = self.p["SPLIT"], self.p["BLOCK_R"]
-        return max(split, -(-self.row_length() // (STORE_SEG_TILES * block)))
-
-    def _segment(self, parts: int) -> int:
-        """Each program's share of a row over `parts` programs, in whole tiles."""
-        block = self.p["BLOCK_R"]
-        return -(-(-(-self.row_length() // parts)) // block) * block
