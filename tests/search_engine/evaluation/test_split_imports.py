@@ -363,7 +363,7 @@ def test_the_resident_drive_times_under_the_gate(h200_run, tmp_path):
     run.lock_wait_s = 0.0
     sandbox = _ScriptedSandbox(tmp_path, [torch.randn(4, 8, dtype=torch.float64)])
     drive = ResidentDrive.__new__(ResidentDrive)  # the link to the problem's sandbox: scripted
-    drive.run, drive.session, drive.handles = run, sandbox, {0: "t0"}
+    drive.run, drive.session, drive.handles, drive.steps = run, sandbox, {0: "t0"}, {}
     drive._call = lambda which, ghost=False: {"ok": True}
     drive._judge = lambda which, part, **kw: ({"distances": [0.0]}, [])
     report = {"trials": [{"streams": [7]}], "timing": {}}
