@@ -66,3 +66,20 @@ def test_an_unknown_choice_is_said_and_htmx_gets_only_the_list(client, teams, do
     partial = client.get(reverse("knowledge:document_list"), {"sort": "title"},
                          HTTP_HX_REQUEST="true").content.decode()
     assert partial.lstrip().startswith('<div id="document-list">') and "kb-search" not in partial
+
+
+def test_every_list_control_replaces_the_request_in_flight(client, teams, documents):
+    """The filter form, the page links and the sort headers share one request slot on the
+    list they swap: typing then clicking "next" fires the form's `change` (the input's blur)
+    and the page's request together, and the later one must win, not whichever answers
+    last."""
+    import re
+
+    client.force_login(teams["users"][("alpha", "viewer")])
+    page = get(client, q="Manual")
+    controls = re.findall(r'<(?:form|a)\b[^>]*\bhx-get="[^"]*"[^>]*>', page)
+    kinds = {re.search(r'class="([\w-]+)', c).group(1) for c in controls}
+    assert {"list-filters", "page-next", "sort"} <= kinds, kinds
+    for control in controls:
+        target = re.search(r'hx-target="([^"]+)"', control).group(1)
+        assert f'hx-sync="{target}:replace"' in control, control

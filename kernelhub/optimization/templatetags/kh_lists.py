@@ -31,7 +31,8 @@ def sort_header(context, key: str, label: str, target: str):
     href = "?" + _query_with(request, sort=next_sort, page=None)
     return format_html(
         '<a class="sort" href="{}" hx-get="{}" hx-target="{}" hx-push-url="true" '
-        'data-sort="{}" aria-sort="{}">{}{}</a>', href, href, target, key, state, label, arrow)
+        'hx-sync="{}:replace" data-sort="{}" aria-sort="{}">{}{}</a>', href, href, target, target,
+        key, state, label, arrow)
 
 
 @register.simple_tag(takes_context=True)
