@@ -57,11 +57,6 @@ from search_engine.hardware import HardwareTarget
 from search_engine.problems import Problem
 
 DEFAULT_SCREEN_TIMEOUT_S = 60.0  # per configuration
-# A screened configuration's timed outputs are judged; the full evaluation's further call
-# after timing is not made: a screening ranks on the timed loop, whose outputs are checked,
-# and only a full evaluation (with that call) reports. Each judge queues in the problem's one
-# sandbox: on the H100 they were 68 % of a matmul screening's lane time (2026-12-06).
-SCREEN_CALL_AFTER_TIMING = False
 
 
 @dataclass
@@ -191,9 +186,9 @@ def _lanes_with_memory(lanes: int, reference: ReferenceData) -> int:
     holds its slot (its staged trial) for its whole life, so a lane past them would start
     its sandbox only to wait, compiling nothing, for another lane's whole share (a 4096 x
     393216 softmax has one slot on an 80 GB card)."""
-    link = reference.link if reference.resident else None
-    slots = getattr(link, "slot_count", None)
-    return max(1, min(lanes, slots)) if slots else lanes
+    if not reference.resident or reference.link is None:
+        return lanes
+    return max(1, min(lanes, reference.link.slot_count))
 
 
 def gpu_lanes(config: EvaluationConfig | None = None) -> int:
@@ -368,7 +363,7 @@ class _Lane:
             return run.failed(_failure(reply))
         begun = time.monotonic()
         warm = run._warm(session, self.set_id)  # the first call: Triton's JIT compile
-        self.steps["warm"] = self.steps.get("warm", 0.0) + time.monotonic() - begun
+        _add(self.steps, "warm", time.monotonic() - begun)
         if warm is not None:
             return run.failed(_failure(warm))
         verdict, streams = self._spot_check(run, session)
@@ -380,11 +375,15 @@ class _Lane:
                 f"incorrect: trial {self.trial}: {verdict.note}")
         report = {"timing": {}, "trials": [{"streams": streams}]}
         run._set_ids = self.set_ids if self.resident is None else [self.set_id]
+        # The timed outputs are judged, but no call is made after timing: a screening ranks
+        # on its timed loop, and only a full evaluation (which makes that call) reports.
+        # Each call and judgement queues in the problem's one sandbox: judgements were 68 %
+        # of a matmul screening's lane time (H100, 2026-12-06).
         if self.resident is not None:
             self.resident.run = run
-            self.resident._timed_checks(report, after=SCREEN_CALL_AFTER_TIMING)
+            self.resident._timed_checks(report, after=False)
         else:
-            run._timed_checks(session, self.ref, report, after=SCREEN_CALL_AFTER_TIMING)
+            run._timed_checks(session, self.ref, report, after=False)
         tampered = self._tampered(run, session)
         if tampered is not None:
             return tampered

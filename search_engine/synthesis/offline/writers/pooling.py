@@ -59,7 +59,7 @@ def _write_flat(ctx, stage, name):
     n_out = math.prod(out_shape)
     block = _flat_block(at, in_shape, out_shape, min(ctx.params["BLOCK"], FLAT_BLOCK,
                                                       p2(n_out)))
-    if math.prod(at["kernel"]) <= UNROLL_TAPS:  # unrolled taps: one output a thread
+    if _unrolled(math.prod(at["kernel"])):  # every tap's load in flight: one output a thread
         block = min(block, 32 * ctx.params["num_warps"])
     body = ["pid = tl.program_id(0).to(tl.int64)",
             "offs = pid * BLOCK + tl.arange(0, BLOCK)",
@@ -178,9 +178,14 @@ def _pool(ctx, stage):
     return node.attrs, src, ctx.nodes[src].shape, node.shape
 
 
+def _unrolled(trips: int) -> bool:
+    """Whether a window loop of `trips` taps is unrolled (`UNROLL_TAPS`)."""
+    return trips <= UNROLL_TAPS
+
+
 def _tap_loop(trips: int) -> str:
-    """The window's loop header: unrolled when the window is small (`UNROLL_TAPS`)."""
-    if trips <= UNROLL_TAPS:
+    """The window's loop header: unrolled when the window is small."""
+    if _unrolled(trips):
         return f"for w in tl.static_range({trips}):"
     return f"for w in range({trips}):"
 
