@@ -326,10 +326,14 @@ class CandidateRun(TimedChecks, Judgement):
 
     def _request(self, session: SandboxSession, kind: str, header: dict | None = None,
                  tensors: list | None = None, max_reply_bytes: int = 1 << 20,
-                 fds: list[int] | None = None, max_reply_fds: int = 0):
-        """A request whose GPU work must not overlap another candidate's timing."""
+                 fds: list[int] | None = None, max_reply_fds: int = 0, on_wait=None):
+        """A request whose GPU work must not overlap another candidate's timing;
+        `on_wait(seconds)` hears how long it waited for one to end."""
         key = None if self.hw.is_interpreter else cuda_device_key()
+        queued = time.monotonic()
         with gpu_activity(key):
+            if on_wait is not None:
+                on_wait(time.monotonic() - queued)
             return session.request(kind, header, tensors, max_reply_bytes=max_reply_bytes,
                                    fds=fds, max_reply_fds=max_reply_fds)
 

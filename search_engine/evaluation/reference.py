@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 
 from search_engine.problems import Problem, ProblemError
@@ -231,10 +232,15 @@ class ResidentReference:
         atexit.register(self.close)  # the problem's sandbox must not outlive the evaluator
 
     def ask(self, kind: str, header: dict | None = None, fds: list[int] | None = None,
-            max_reply_fds: int = 0) -> tuple[dict, list]:
+            max_reply_fds: int = 0, on_wait=None) -> tuple[dict, list]:
+        """One request; `on_wait(seconds)` hears how long it queued for this sandbox (other
+        lanes' requests) and for the GPU (a timing) before it was sent."""
         from search_engine.evaluation.gpu_lock import gpu_activity
 
+        queued = time.monotonic()
         with self.lock, gpu_activity(self.device_key):
+            if on_wait is not None:
+                on_wait(time.monotonic() - queued)
             if self.closed:
                 raise ProblemError("the problem's sandbox was closed")
             self.session.renew(self.timeout_s)

@@ -11,6 +11,7 @@ imports only the standard library and `wire` at module level (see `reference_chi
 from __future__ import annotations
 
 import os
+import time
 
 from search_engine.evaluation import wire
 
@@ -45,14 +46,19 @@ class ResidentTrials:
         from search_engine.evaluation.result import TrialError
         from search_engine.evaluation.tolerances import Tolerance
 
+        clock = _PartClock()
         trial = self.open_trials[header["handle"]]
-        got = self.sharer.import_all(header.pop("fds", []), header.get("shared", []))
+        with clock.part("import"):
+            got = self.sharer.import_all(header.pop("fds", []), header.get("shared", []))
         try:
             outputs = [s.tensor for s in got]
             reference = trial["reference"]
             groups = header.get("groups") or [len(outputs)]
             first = outputs[:groups[0]]
-            reply: dict = {"ok": True, "mutations": self._mutations(trial), "distances": [
+            with clock.part("inputs"):
+                mutations = self._mutations(trial)
+            clock.begin("compare")
+            reply: dict = {"ok": True, "mutations": mutations, "distances": [
                 rel_norm_distance(first, reference) if len(first) == len(reference)
                 else float("inf")], "spot_distances": []}
             for t in outputs[groups[0]:]:  # single tensors: do they equal any output?
@@ -74,10 +80,14 @@ class ResidentTrials:
                 reply["torch_answer_moved"] = matching_projections(
                     {"projections": header["projections"]}, reference, int(header["probe"]),
                     tol, launched_after=True)
-            samples = self._samples(first, reference, header.get("sample"))
+            clock.end("compare")
+            with clock.part("samples"):
+                samples = self._samples(first, reference, header.get("sample"))
             reply["sampled_outputs"] = len(first) if samples else 0
         finally:
-            self.sharer.release_all(got)
+            with clock.part("release"):
+                self.sharer.release_all(got)
+        reply["seconds"] = clock.seconds
         return reply, samples
 
     def _mutations(self, trial: dict) -> list[str]:
@@ -118,6 +128,37 @@ class ResidentTrials:
         from search_engine.evaluation.device_share import device_memory
 
         return {"ok": True, "device_memory": device_memory(self.device == "cuda", self.sharer)}, []
+
+
+class _PartClock:
+    """Seconds per part of one judgement, for the screening's phases (where a judgement's
+    time goes: the import of the outputs, the inputs' fingerprints, the comparison...).
+    The parts that read the device end in a host read of their result, so their wall time
+    holds their GPU time."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._started: dict[str, float] = {}
+
+    def begin(self, name: str) -> None:
+        self._started[name] = time.monotonic()
+
+    def end(self, name: str) -> None:
+        begun = self._started.pop(name, None)
+        if begun is not None:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - begun, 6)
+
+    def part(self, name: str):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def timed():
+            self.begin(name)
+            try:
+                yield
+            finally:
+                self.end(name)
+        return timed()
 
 
 FINGERPRINT_MODULUS = 1_000_003

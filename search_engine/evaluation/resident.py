@@ -37,6 +37,9 @@ class ResidentDrive:
         self.open_max = 0  # most trials held at once (the device memory they pin)
         self.reference_memory = None  # the problem's sandbox's device memory, at last close
 
+    def _add(self, name: str, seconds: float) -> None:
+        self.steps[name] = round(self.steps.get(name, 0.0) + seconds, 4)
+
     def _timed(self, name: str):
         from contextlib import contextmanager
 
@@ -46,7 +49,7 @@ class ResidentDrive:
             try:
                 yield
             finally:
-                self.steps[name] = round(self.steps.get(name, 0.0) + time.monotonic() - t0, 4)
+                self._add(name, time.monotonic() - t0)
         return clock()
 
     # -- the whole conversation
@@ -144,7 +147,7 @@ class ResidentDrive:
             probe = secrets.randbits(62) + 1
             reply, _ = self.run._request(self.session, "call", {
                 "set": as_set, "share": True, "ghost": ghost, "probe": probe},
-                max_reply_fds=wire.MAX_FDS)
+                max_reply_fds=wire.MAX_FDS, on_wait=lambda s: self._add("call_queue", s))
             reply["probe"] = probe
         if not reply.get("ok"):
             wire.close_fds(reply.get("fds", []))
@@ -170,7 +173,11 @@ class ResidentDrive:
                                      "dtypes": self.ref.output_dtypes,
                                      "tolerance": asdict(self.run.tolerance)}
             with self._timed("judge"):
-                return self.link.ask("judge", header, fds=fds)
+                judged = self.link.ask("judge", header, fds=fds,
+                                       on_wait=lambda s: self._add("judge_queue", s))
+            for part, seconds in (judged[0].get("seconds") or {}).items():
+                self._add(f"judge_{part}", float(seconds))
+            return judged
         finally:
             wire.close_fds(fds)
 

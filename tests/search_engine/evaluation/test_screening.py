@@ -109,6 +109,13 @@ def test_resident_screening_spot_checks_in_the_problems_sandbox(tiny_softmax):
     for step in ("time", "share_kept"):
         assert result.phases[f"step_{step}_s"] > 0, result.phases
     assert result.phases["step_warm_s"] >= 0
+    # a judgement's time split: queued (for the sandbox or the GPU), then its parts there
+    parts = [result.phases[f"step_judge_{part}_s"]
+             for part in ("import", "inputs", "compare", "samples", "release")]
+    assert result.phases["step_judge_queue_s"] >= 0 and result.phases["step_judge_compare_s"] > 0
+    assert 0 <= result.phases["step_call_queue_s"] <= result.phases["step_call_s"]
+    spent = sum(parts) + result.phases["step_judge_queue_s"]
+    assert 0 < spent <= result.phases["step_judge_s"] + 1e-3, result.phases  # (4-digit sums)
 
 
 def test_a_cancelled_screening_kills_the_sandboxes_of_its_lanes(tiny_softmax):
@@ -186,3 +193,38 @@ def test_a_screened_configuration_is_called_once_besides_its_timing(tiny_softmax
                     config=EvaluationConfig(ncu="off", resident="on", static_checks=False))
     assert result.configurations[0].passed, result.configurations[0].reason
     assert len(calls) == 1
+
+
+def test_a_request_to_the_problems_sandbox_says_how_long_it_queued(tmp_path):
+    """Lanes share one problem sandbox: a request waits for the one before it, and the
+    screening's phases count that wait apart from the judgement's work."""
+    import threading
+    import time
+
+    from search_engine.evaluation.reference import ResidentReference
+
+    class Session:
+        def renew(self, timeout_s):
+            pass
+
+        def request(self, kind, header=None, **kwargs):
+            return {"ok": True, "kind": kind}, []
+
+        def close(self):
+            pass
+
+    link = ResidentReference(Session(), tmp_path / "ref", timeout_s=5.0, slots=1)
+    held, waits = threading.Event(), []
+
+    def busy():
+        with link.lock:  # another lane's request in the sandbox
+            held.set()
+            time.sleep(0.3)
+
+    other = threading.Thread(target=busy)
+    other.start()
+    held.wait()
+    reply, _ = link.ask("judge", {}, on_wait=waits.append)
+    other.join()
+    link.close()
+    assert reply["kind"] == "judge" and len(waits) == 1 and waits[0] >= 0.2, waits
