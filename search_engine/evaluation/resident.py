@@ -189,10 +189,14 @@ class ResidentDrive:
         sets = sorted(self.handles)
         header = {"sets": sets, "timing": run.config.timing_spec(run.hw.l2_bytes or 64 << 20),
                   "pad": not _side_streams(report, session)}
+        waited = run.lock_wait_s
         with self._timed("time"):  # with its wait for the GPU (the phases split that out)
             timed = run._timing_reply(session, header, report, gated=True)
+        # its wait for the GPU to go quiet, and the measurement loop in the sandbox
+        self._add("time_queue", run.lock_wait_s - waited)
         if timed is None:
             return
+        self._add("time_loop", float(report.get("measured_s") or 0.0))
         consistency = []
         with self._timed("share_kept"):
             kept, _ = run._request(session, "share_kept", {}, max_reply_fds=wire.MAX_FDS)

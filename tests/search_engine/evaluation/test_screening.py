@@ -114,6 +114,10 @@ def test_resident_screening_spot_checks_in_the_problems_sandbox(tiny_softmax):
              for part in ("import", "inputs", "compare", "samples", "release")]
     assert result.phases["step_judge_queue_s"] >= 0 and result.phases["step_judge_compare_s"] > 0
     assert 0 <= result.phases["step_call_queue_s"] <= result.phases["step_call_s"]
+    # the timing request's wait for a quiet GPU and its measurement loop (the rest: setting
+    # the loop up, the flush buffer, the reply)
+    assert 0 < result.phases["step_time_loop_s"] <= result.phases["step_time_s"]
+    assert result.phases["step_time_queue_s"] >= 0
     spent = sum(parts) + result.phases["step_judge_queue_s"]
     assert 0 < spent <= result.phases["step_judge_s"] + 1e-3, result.phases  # (4-digit sums)
 
