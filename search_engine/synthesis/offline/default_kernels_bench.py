@@ -247,7 +247,8 @@ POOL_NEIGHBOURS = {"flat": {"POOL_TILE": 0}, "tile": {"POOL_TILE": 1},
                    "flat_8w": {"POOL_TILE": 0, "num_warps": 8},
                    "flat_128": {"POOL_TILE": 0, "BLOCK": 128},
                    "tile_8w": {"POOL_TILE": 1, "num_warps": 8},
-                   "tile_2048_8w": {"POOL_TILE": 1, "BLOCK": 2048, "num_warps": 8}}
+                   "tile_2048_8w": {"POOL_TILE": 1, "BLOCK": 2048, "num_warps": 8},
+                   "row_taps": {"POOL_TILE": 2}, "row_taps_8w": {"POOL_TILE": 2, "num_warps": 8}}
 
 # neighbours of each default worth timing beside it (overlays on the default parameters)
 NEIGHBOURS = {
@@ -363,7 +364,8 @@ EXPERIMENTS = {
                             "avg_pool2d": ("default",), "conv2d_3x3": ("default",),
                             "conv_transpose2d": ("default",)}),
     "evict_last": (evict_last, {"max_pool2d": ("default", "flat_128"),
-                                "avg_pool1d": ("default",), "avg_pool2d": ("default",)}),
+                                "avg_pool1d": ("default", "row_taps"), "avg_pool2d": ("default",),
+                                "max_pool1d": ("row_taps",), "max_pool3d": ("row_taps",)}),
     "ldpoll": (load_poll, {name: ("default", "coop_ahead", "coop_4096_8w_ahead")
                            for name in ("softmax", "log_softmax")}),
     "ws": (warp_specialized, {name: ("default", "tma_m256_n128_k32_s3", "tma_n128_k64_s4")

@@ -45,12 +45,12 @@ CASES = {
                        "self.b = nn.Parameter(torch.randn(3, 1, 1))",
                        "self.p(torch.relu(x)) + self.b", "torch.randn(2, 3, 15, 19)"),
 }
-LAYOUTS = [{"POOL_TILE": tile, "BLOCK": block} for tile in (0, 1) for block in (16, 4096)]
+LAYOUTS = [{"POOL_TILE": tile, "BLOCK": block} for tile in (0, 1, 2) for block in (16, 4096)]
 
 
 @pytest.mark.parametrize("layout", range(len(LAYOUTS)))
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_pooling_matches_torch_in_both_layouts(name, layout, tmp_path):
+def test_pooling_matches_torch_in_every_layout(name, layout, tmp_path):
     source = problem(*CASES[name])
     an = local_analysis(source)
     params = {**staged.default_params(an, "interpreter", "strict"), **LAYOUTS[layout]}
@@ -65,15 +65,19 @@ def _pool_kernel(candidate: str) -> str:
     return candidate[start:candidate.index("\n\n", start)]
 
 
+def _divides_only_scalars(kernel: str) -> None:
+    for line in kernel.splitlines():
+        for divided in re.findall(r"\(\(?(\w+)\)?\) //|\b(\w+) //", line):
+            assert set(divided) <= {"row", "w", ""}, line  # scalars only
+
+
 @pytest.mark.parametrize("name", sorted(set(CASES) - {"adaptive_uneven"}))
 def test_the_row_tile_divides_no_per_output_index(name):
     source = problem(*CASES[name])
     an = local_analysis(source)
     params = {**staged.default_params(an, "h200", "strict"), "BLOCK": 4096, "POOL_TILE": 1}
     kernel = _pool_kernel(staged.render(source, an, params))
-    for line in kernel.splitlines():
-        for divided in re.findall(r"\(\(?(\w+)\)?\) //|\b(\w+) //", line):
-            assert set(divided) <= {"row", "w", ""}, line  # scalars only
+    _divides_only_scalars(kernel)
     assert "kk[None, :]" in kernel and "axis=1" in kernel
     # the tile stays within the register budget however large BLOCK is asked to be
     block = int(re.search(r"BLOCK=(\d+)", staged.render(source, an, params)).group(1))
@@ -81,7 +85,76 @@ def test_the_row_tile_divides_no_per_output_index(name):
     assert block * width <= pooling.TILE_ELEMENTS
 
 
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"adaptive_uneven"}))
+def test_row_taps_load_each_tap_along_the_row_with_no_division_per_output(name):
+    """`ROW_TAPS`: the row tile's scalar row indices, the flat layout's one-dimensional
+    loads (one a tap, a lane an output): no tile axis to reduce across."""
+    source = problem(*CASES[name])
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": pooling.ROW_TAPS}
+    rendered = staged.render(source, an, params)
+    kernel = _pool_kernel(rendered)
+    _divides_only_scalars(kernel)
+    assert "row = tl.program_id(0)" in kernel and "ol = tl.program_id(1) * BLOCK" in kernel
+    assert "kk" not in kernel and "axis=1" not in kernel and "[:, None]" not in kernel
+    block = int(re.search(r"BLOCK=(\d+)", rendered).group(1))
+    assert block <= 32 * params["num_warps"]  # unrolled windows: one output a thread
+    assert re.search(r"_pool\[\([^\[\]]+, triton\.cdiv\(\d+, \d+\)\)\]", rendered)  # (rows, blocks)
+
+
+def test_row_taps_load_unmasked_exactly_where_every_window_is_inside(tmp_path):
+    """A row block whose windows all lie inside the input walks them with a constant mask
+    (Triton drops it and merges neighbouring taps into wide loads); the edge blocks keep
+    the bounds. Spoiling the inside walk spoils exactly the blocks inside."""
+    source = problem(*CASES["avg1d_overlapping_padded"])  # 71 outputs a row, padding 4
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "interpreter", "strict"),
+              "POOL_TILE": pooling.ROW_TAPS, "BLOCK": 16}
+    candidate = staged.render(source, an, params)
+    inside, edge = _pool_kernel(candidate).split("    else:\n")
+    assert "tmask = tl.full([BLOCK], 1, tl.int1)" in inside and "vmask = tmask" in inside
+    assert "(i0 >= 0)" not in inside and "(i0 >= 0)" in edge
+    (tmp_path / "clean").mkdir(), (tmp_path / "spoiled").mkdir()
+    expected, got, _ = run_candidate(source, candidate, tmp_path / "clean")
+    torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-5)
+    spoiled = candidate.replace("acc += tl.where(vmask, e1, 0.0)", "acc += 1000.0", 1)
+    expected, got, _ = run_candidate(source, spoiled, tmp_path / "spoiled")
+    columns = ((got - expected).abs() > 1).nonzero()[:, -1].unique().tolist()
+    assert columns == list(range(16, 64))  # blocks 1-3: block 0 reads the padding, 4 the end
+
+
+@pytest.mark.parametrize("pool, shape, inside", [
+    ("nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", "(1, 2, 32, 32, 128)", False),  # 62 a row
+    ("nn.AdaptiveAvgPool1d(100)", "(2, 4, 4096)", False),
+    ("nn.MaxPool2d(4, stride=2, padding=1)", "(1, 2, 64, 2048)", True),
+    ("nn.AvgPool1d(8, stride=1, padding=4)", "(1, 2, 1024)", False),  # 2 blocks, both edges
+    ("nn.AvgPool1d(8, stride=1, padding=4)", "(1, 2, 4096)", True)])
+def test_row_taps_walk_an_inside_path_only_where_a_block_can_be_inside(pool, shape, inside):
+    source = problem(f"self.p = {pool}", "self.p(x)", f"torch.randn{shape}")
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": pooling.ROW_TAPS}
+    kernel = _pool_kernel(staged.render(source, an, params))
+    assert ("tmask = tl.full(" in kernel) == inside and ("else:" in kernel) == inside
+
+
+@pytest.mark.parametrize("pool, length, block, warps", [
+    ("nn.AvgPool1d(8, stride=1, padding=4)", 65536, 512, 4),  # 4 outputs a thread
+    ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", 65536, 1024, 8),
+    ("nn.MaxPool2d(4, stride=2, padding=1)", 512, 256, 4),  # 16 taps: 2 a thread
+    ("nn.AvgPool1d(4)", 100, 32, 1)])  # a short row: no warp without an output
+def test_row_taps_give_a_thread_neighbouring_outputs_within_the_tap_budget(pool, length,
+                                                                          block, warps):
+    shape = f"(2, 4, {length})" if "1d" in pool else f"(2, 4, {length}, {length})"
+    source = problem(f"self.p = {pool}", "self.p(x)", f"torch.randn{shape}")
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": pooling.ROW_TAPS,
+              "BLOCK": 2048, "num_warps": 8 if block == 1024 else 4}
+    rendered = staged.render(source, an, params)
+    assert f"BLOCK={block}, num_warps={warps}" in rendered, rendered[rendered.index("_pool["):]
+
+
 @pytest.mark.parametrize("name, tile, trips", [
+    ("max3d_dilated_ceil", 2, 27), ("avg2d_wide_window", 2, 121),
     ("max3d_dilated_ceil", 0, 27), ("max3d_dilated_ceil", 1, 9), ("avg2d_wide_window", 0, 121),
     ("avg2d_wide_window", 1, 11), ("adaptive_uneven", 0, None)])
 def test_small_windows_are_unrolled_with_their_bases_computed_once(name, tile, trips):

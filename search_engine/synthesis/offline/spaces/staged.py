@@ -32,8 +32,8 @@ SPACE: dict[str, list] = {
     # (pipelined) loop over those copies
     "CONV_LOOP": [0, 1, 2, 3],
     # a pool's layout (writers/pooling.py): 0 one lane per output, 1 a row of outputs with
-    # the window's last dim as a tile axis
-    "POOL_TILE": [0, 1],
+    # the window's last dim as a tile axis, 2 a row of outputs one lane each, tap by tap
+    "POOL_TILE": [0, 1, 2],
 }
 
 

@@ -1,9 +1,11 @@
 """Max and average pooling, 1-D/2-D/3-D (a stage of the staged family, see staged.py).
 
-Two layouts (`POOL_TILE`): one lane per output, the window walked tap by tap (a loop, so
-large windows cost no compile time); or one program per BLOCK outputs of one output row
+Three layouts (`POOL_TILE`): one lane per output, the window walked tap by tap (a loop, so
+large windows cost no compile time); one program per BLOCK outputs of one output row
 (every dim but the last fixed), the window's last dim a tile axis, so neighbouring outputs'
-taps load as one coalesced tile and no per-output index is divided. Padding, dilation
+taps load as one coalesced tile and no per-output index is divided; or a row's outputs one
+lane each, walked tap by tap like the first (each tap one load along the row, no reduction
+across a tile axis) with the row's indices divided once per program like the second. Padding, dilation
 (max), ceil mode, ``count_include_pad`` and ``divisor_override`` follow torch's
 definitions; the input is read through `Expr`, so a norm or activation before the pool is
 computed as it is read, and the pointwise chain after it is fused before the store.
@@ -43,58 +45,148 @@ FLAT_FOOTPRINT_BYTES = 64 * 1024
 UNROLL_TAPS = 32
 
 
+# `POOL_TILE` values: one lane per output over the flat output; a row of outputs with the
+# window's last dim a tile axis; a row of outputs, one lane each, its taps loaded one by one
+FLAT, ROW_TILE, ROW_TAPS = 0, 1, 2
+
+
 def write(ctx, stage, name):
-    """The stage in the layout `POOL_TILE` names: 1 the row tile, 0 one lane per output."""
-    if ctx.params.get("POOL_TILE", 0):
+    """The stage in the layout `POOL_TILE` names (`FLAT`, `ROW_TILE`, `ROW_TAPS`)."""
+    layout = ctx.params.get("POOL_TILE", FLAT)
+    if layout == ROW_TILE:
         return _write_row_tile(ctx, stage, name)
-    return _write_flat(ctx, stage, name)
+    return _write_lanes(ctx, stage, name, by_row=layout == ROW_TAPS)
 
 
-def _write_flat(ctx, stage, name):
-    """One lane per output: its index split into every dim's (per-element divisions), the
-    window walked tap by tap."""
+def _write_lanes(ctx, stage, name, by_row: bool):
+    """One lane per output, the window walked tap by tap, each tap one load of the block's
+    outputs. Flat: a block of the flattened output, each output's index split into every
+    dim's (per-element divisions). By row: a block of one output row (every dim but the
+    last fixed), whose indices are scalars split once from the program id, so only the last
+    dim's index is a vector and no per-element index is divided; a block whose windows all
+    lie inside the input loads without masks (`_interior`)."""
     at, src, in_shape, out_shape = _pool(ctx, stage)
     nd = len(at["kernel"])
     lead = len(out_shape) - nd
-    n_out = math.prod(out_shape)
-    block = _flat_block(at, in_shape, out_shape, min(ctx.params["BLOCK"], FLAT_BLOCK,
-                                                      p2(n_out)))
-    if _unrolled(math.prod(at["kernel"])):  # every tap's load in flight: one output a thread
-        block = min(block, 32 * ctx.params["num_warps"])
-    body = ["pid = tl.program_id(0).to(tl.int64)",
-            "offs = pid * BLOCK + tl.arange(0, BLOCK)",
-            f"omask = offs < {n_out}",
-            "zo = tl.zeros([BLOCK], tl.int64)"]
-    expr = Expr(ctx, body)
-    out_idx = unravel(body, "offs", out_shape, "o")
+    n_out = out_shape[-1] if by_row else math.prod(out_shape)
+    block = _lanes_block(ctx, at, in_shape, out_shape, n_out, by_row)
+    warps = ctx.params["num_warps"]
+    if by_row:
+        warps = max(1, min(warps, block // 32))  # a short row: no lanes without an output
+        body = ["row = tl.program_id(0).to(tl.int64)",
+                "ol = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
+                f"omask = ol < {n_out}",
+                "zo = tl.zeros([BLOCK], tl.int64)"]
+        expr = Expr(ctx, body)
+        out_idx = [*unravel(body, "row", out_shape[:-1], "r"), "ol"]
+        grid = f"({math.prod(out_shape[:-1])}, triton.cdiv({n_out}, {block}))"
+    else:
+        body = ["pid = tl.program_id(0).to(tl.int64)",
+                "offs = pid * BLOCK + tl.arange(0, BLOCK)",
+                f"omask = offs < {n_out}",
+                "zo = tl.zeros([BLOCK], tl.int64)"]
+        expr = Expr(ctx, body)
+        out_idx = unravel(body, "offs", out_shape, "o")
+        grid = f"(triton.cdiv({n_out}, {block}),)"
+    expr.tile = "zo" if by_row else ""  # a load at the row's scalar indices is still a block
     is_max = at["mode"] == "max"
     body.append(f"acc = tl.full([BLOCK], {codegen.NEG_INF if is_max else '0.0'}, tl.float32)")
     counted = _counted(at)
     if counted:
         body.append("count = tl.zeros([BLOCK], tl.float32)")
-    taps = tuple(at["kernel"])
-    bases = [_window_base(body, at, d, out_idx[lead + d] if out_idx[lead + d] != "0" else "zo",
-                          in_shape[lead + d], out_shape[lead + d])  # "zo": masks stay tensors
+    # "zo" added: every window index a block, so its masks are blocks (a scalar row index
+    # in a mask beside blocks is refused by Triton's interpreter)
+    bases = [_window_base(body, at, d, _as_block(out_idx[lead + d], d < nd - 1 and by_row),
+                          in_shape[lead + d], out_shape[lead + d])
              for d in range(nd)]
-    body.append(_tap_loop(math.prod(taps)))
+    interior = _interior(at, out_idx[lead:], in_shape[lead:], n_out, block) if by_row else None
+    walk = lambda mask: _walk_window(expr, at, src, bases, out_idx[:lead], mask)  # noqa: E731
+    if interior is None:
+        body.extend(walk(None))
+    else:  # the same walk twice: unmasked loads inside, the masked walk at the edges
+        body.extend([f"if {interior}:", "    tmask = tl.full([BLOCK], 1, tl.int1)"])
+        body.extend("    " + line for line in walk("tmask"))
+        body.append("else:")
+        body.extend("    " + line for line in walk(None))
+    expr.body, expr.cache = body, {}
+    return _finish(ctx, stage, name, expr, out_idx, grid, block, warps)
+
+
+def _walk_window(expr: Expr, at, src, bases: list, lead_idx: list[str],
+                 inside: str | None) -> list[str]:
+    """The tap loop: each tap's input index, its load and the accumulation. `inside`: a mask
+    known true (the window inside the input), so no bound is checked and the loads carry a
+    constant mask, which Triton drops; their neighbouring taps then merge into wide loads."""
+    taps = tuple(at["kernel"])
+    lines = [_tap_loop(math.prod(taps))]
     inner: list[str] = []
-    expr.body = inner
+    expr.body, expr.cache = inner, {}  # nothing computed in the other walk is visible here
     tap = unravel(inner, "w", taps, "k")
-    valid, in_idx = ["omask"], list(out_idx[:lead])
-    for d in range(nd):
+    valid, in_idx = ["omask"], list(lead_idx)
+    for d in range(len(taps)):
         valid.append(_window_index(inner, d, bases[d], tap[d]))
         in_idx.append(f"i{d}")
-    inner.append("vmask = " + " & ".join(valid))
+    inner.append(f"vmask = {inside}" if inside else "vmask = " + " & ".join(valid))
     v = expr.value(src, tuple(in_idx), "vmask")
-    if is_max:
+    if at["mode"] == "max":
         inner.append(f"acc = tl.maximum(acc, tl.where(vmask, {v}, {codegen.NEG_INF}))")
     else:
         inner.append(f"acc += tl.where(vmask, {v}, 0.0)")
-        if counted:
+        if _counted(at):
             inner.append("count += tl.where(vmask, 1.0, 0.0)")
-    body.extend("    " + line for line in inner)
-    expr.body, expr.cache = body, {}
-    return _finish(ctx, stage, name, expr, out_idx, f"(triton.cdiv({n_out}, {block}),)", block)
+    return lines + ["    " + line for line in inner]
+
+
+def _lanes_block(ctx, at, in_shape, out_shape, n_out: int, by_row: bool) -> int:
+    """Outputs a program of `_write_lanes` takes. Flat: at most `FLAT_BLOCK`, within the L1
+    footprint, one output a thread when the window is unrolled. By row, unrolled: a thread
+    takes as many neighbouring outputs as keep its loads in flight within `UNROLL_TAPS` (a
+    1-D window of 8 taps: 4 outputs, whose overlapping windows merge into a few wide loads
+    inside the input: 40 SASS instructions an output at 4 where one output took 104, sm_90
+    compile of AvgPool1d 8/1/4)."""
+    warps = ctx.params["num_warps"]
+    trips = math.prod(at["kernel"])
+    if by_row and _unrolled(trips):
+        per_thread = max(1, UNROLL_TAPS // trips)
+        return _flat_block(at, in_shape, out_shape,
+                           min(ctx.params["BLOCK"], p2(n_out), 32 * warps * per_thread))
+    block = _flat_block(at, in_shape, out_shape, min(ctx.params["BLOCK"], FLAT_BLOCK, p2(n_out)))
+    if _unrolled(trips):  # every tap's load in flight: one output a thread
+        block = min(block, 32 * warps)
+    return block
+
+
+def _interior(at, out_idx: list[str], in_sizes, n_out: int, block: int) -> str | None:
+    """The condition (scalars) that every window of a row block lies inside the input: each
+    fixed dim's window, and the windows of the block's first and last outputs along the row
+    (a full block). None where no block can be inside or windows are adaptive."""
+    if at.get("adaptive"):
+        return None
+    terms = []
+    for d, o in enumerate(out_idx):
+        k, s, pad, dil = at["kernel"][d], at["stride"][d], at["padding"][d], at["dilation"][d]
+        reach, size = (k - 1) * dil, in_sizes[d]
+        if d == len(out_idx) - 1:
+            first = -(-pad // (block * s)) * block  # the first block past the padding
+            if first + block > n_out or (first + block - 1) * s - pad + reach >= size:
+                return None
+            first = "tl.program_id(1) * BLOCK"
+            terms += [f"({first} * {s} - {pad} >= 0)",
+                      f"(({first} + BLOCK - 1) * {s} - {pad} + {reach} < {size})",
+                      f"({first} + BLOCK <= {n_out})"]
+        elif o == "0":  # one output in this dim: its window is known now
+            if not (-pad >= 0 and -pad + reach < size):
+                return None
+        else:
+            terms += [f"({o} * {s} - {pad} >= 0)", f"({o} * {s} - {pad} + {reach} < {size})"]
+    return " & ".join(terms)
+
+
+def _as_block(index: str, scalar: bool) -> str:
+    """An output index as a block: "zo" for a size-1 dim, a scalar row index plus "zo"."""
+    if index == "0":
+        return "zo"
+    return f"({index} + zo)" if scalar else index
 
 
 def _write_row_tile(ctx, stage, name):
@@ -219,8 +311,10 @@ def _counted(at) -> bool:
     return at["mode"] != "max" and at.get("divisor") is None and not at["count_include_pad"]
 
 
-def _finish(ctx, stage, name: str, expr: Expr, out_idx: list[str], grid: str, block: int):
-    """The average's divisor, the pointwise chain after the pool, the store and the launch."""
+def _finish(ctx, stage, name: str, expr: Expr, out_idx: list[str], grid: str, block: int,
+            warps: int | None = None):
+    """The average's divisor, the pointwise chain after the pool, the store and the launch
+    (with `warps`, or the parameters' num_warps)."""
     at, _, in_shape, _ = _pool(ctx, stage)
     nd = len(at["kernel"])
     if at["mode"] != "max":
@@ -228,7 +322,7 @@ def _finish(ctx, stage, name: str, expr: Expr, out_idx: list[str], grid: str, bl
     expr.subst[stage.anchor] = "acc"
     store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK], tl.float32)")
     source = kernel_source(name, ctx, ["BLOCK"], expr.body)
-    return source, [launch(name, ctx, grid, {"BLOCK": block}, ctx.params["num_warps"])]
+    return source, [launch(name, ctx, grid, {"BLOCK": block}, warps or ctx.params["num_warps"])]
 
 
 _LAST_VALID = "(il >= 0) & (il < ilimit)"
