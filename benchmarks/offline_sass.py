@@ -65,8 +65,11 @@ def _load(source: str, folder: Path, tag: str):
     return module
 
 
-def _signature(fn, launch_kwargs: dict) -> tuple[dict, dict, dict]:
-    """Types, constants and alignment attributes as the launch would specialize them."""
+def _signature(fn, launch_kwargs: dict, positional: list[str]) -> tuple[dict, dict, dict]:
+    """Types, constants and alignment attributes as the launch would specialize them: a
+    literal integer argument by its value (1 a constant, i32 or i64 by size, multiples of
+    16 marked so), the last stride of an input 1, other strides 16-aligned, tensors
+    16-byte aligned fp32 pointers."""
     signature, constants, attrs = {}, {}, {}
     last_stride = {}
     for name in fn.arg_names:
@@ -74,18 +77,41 @@ def _signature(fn, launch_kwargs: dict) -> tuple[dict, dict, dict]:
             last_stride[m.group(1)] = max(last_stride.get(m.group(1), 0), int(m.group(2)))
     for i, (name, param) in enumerate(zip(fn.arg_names, fn.params)):
         stride = re.fullmatch(r"(p\d+)_s(\d+)", name)
+        literal = positional[i] if i < len(positional) else ""
         if param.is_constexpr:
             value = launch_kwargs.get(name, "kh_B")
             signature[name], constants[(i,)] = "constexpr", BATCH if value == "kh_B" else int(value)
+        elif re.fullmatch(r"-?\d+", literal):
+            value = int(literal)
+            if value == 1:
+                signature[name], constants[(i,)] = "constexpr", 1
+            else:
+                signature[name] = "i32" if -2**31 <= value < 2**31 else "i64"
+                if value % 16 == 0:
+                    attrs[(i,)] = [["tt.divisibility", 16]]
         elif stride and int(stride.group(2)) == last_stride[stride.group(1)]:
             signature[name], constants[(i,)] = "constexpr", 1
-        elif re.fullmatch(r"p\d+", name):
+        elif re.fullmatch(r"p\d+|\w+_ptr", name):
             signature[name], attrs[(i,)] = "*fp32", [["tt.divisibility", 16]]
-        else:
-            signature[name] = "i64"
-            if stride:
-                attrs[(i,)] = [["tt.divisibility", 16]]
+        elif stride:
+            signature[name], attrs[(i,)] = "i64", [["tt.divisibility", 16]]
+        else:  # a size known at run time (a batch, a group count): fits 32 bits
+            signature[name] = "i32"
     return signature, constants, attrs
+
+
+def _arguments(call: str) -> list[str]:
+    """A launch's arguments, split at top-level commas."""
+    parts, depth, current = [], 0, ""
+    for ch in call:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return [*parts, current.strip()] if current.strip() else parts
 
 
 def kernel_costs(source: str, folder: Path, tag: str) -> list[dict]:
@@ -99,11 +125,13 @@ def kernel_costs(source: str, folder: Path, tag: str) -> list[dict]:
     rows = []
     for name in re.findall(r"@triton\.jit\ndef (\w+)\(", source):
         call = re.search(rf"{name}\[.*?\]\((.*)\)\s*$", source, re.M)
-        kwargs = dict(re.findall(r"(\w+)=(\w+)", call.group(1))) if call else {}
+        arguments = _arguments(call.group(1)) if call else []
+        kwargs = dict(a.split("=", 1) for a in arguments if re.match(r"\w+=", a))
+        positional = [a for a in arguments if not re.match(r"\w+=", a)]
         warps = int(kwargs.pop("num_warps", 4))
         stages = int(kwargs.pop("num_stages", 3))
         fn = getattr(module, name)
-        compiled = triton.compile(ASTSource(fn, *_signature(fn, kwargs)),
+        compiled = triton.compile(ASTSource(fn, *_signature(fn, kwargs, positional)),
                                   target=GPUTarget("cuda", 90, 32),
                                   options={"num_warps": warps, "num_stages": stages})
         sass = [m.group(1) for line in get_sass(compiled.asm["cubin"]).splitlines()

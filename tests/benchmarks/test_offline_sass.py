@@ -32,13 +32,17 @@ def kernels(tmp_path_factory):
     return path
 
 
-def _rows(argv) -> dict:
+def _run(argv) -> list[dict]:
     """The tool as a user runs it: its own process, kernels compiled, not interpreted."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-m", "benchmarks.offline_sass", *argv], env={
         **env, "TRITON_DEFAULT_FP_FUSION": "1"}, capture_output=True, text=True, timeout=300,
         check=True, cwd=Path(__file__).resolve().parents[2])
-    return {(r["label"], r["inside_only"]): r for r in map(json.loads, done.stdout.splitlines())}
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def _rows(argv) -> dict:
+    return {(r["label"], r["inside_only"]): r for r in _run(argv)}
 
 
 def test_inside_row_blocks_merge_their_taps_into_few_wide_loads(kernels):
@@ -63,3 +67,14 @@ def test_only_inside_keeps_the_inside_walk_and_drops_the_edge_walk():
     assert offline_sass.only_inside(source) == (
         "def k():\n    acc = 0\n    if True:\n        tmask = tl.full([BLOCK], 1, tl.int1)\n"
         "        acc += 1\n    tl.store(p, acc)\n")
+
+
+def test_launch_arguments_type_the_kernel_as_the_launch_would():
+    """Literal integers by value (1 a constant, 32 or 64 bits by size), strides and
+    pointers by name: the committed renders compile, a reduction's two passes each a row."""
+    rows = _run(["--only", "frobenius,softmax", "--labels", "default"])
+    assert [(r["problem"], r["kernel"]) for r in rows] == [
+        ("frobenius", "fused_rows_kernel_pass0"), ("frobenius", "fused_rows_kernel"),
+        ("softmax", "fused_rows_kernel")]
+    assert all(r["registers"] > 0 and r["instructions"] > 50 for r in rows)
+    assert offline_sass._arguments("a, f(b, c), [d, e], K=4") == ["a", "f(b, c)", "[d, e]", "K=4"]
