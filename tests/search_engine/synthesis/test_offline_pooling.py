@@ -216,3 +216,24 @@ def test_the_flat_block_keeps_its_windows_within_the_l1_footprint(pool, shape, b
     an = local_analysis(source)
     params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": 0, "BLOCK": 1024}
     assert f"BLOCK={block}," in staged.render(source, an, params)
+
+
+@pytest.mark.parametrize("name", ["avg1d_overlapping_padded", "max3d_dilated_ceil"])
+def test_a_pool_short_of_bandwidth_tries_the_row_taps_first(name):
+    """Diagnosed memory- or latency-bound, a pool's first move is the row-taps layout from
+    whichever layout it has (the flat 2-D/3-D default, the 1-D row tile); other
+    diagnoses reach it later, and a problem without a pool never."""
+    import random
+
+    an = local_analysis(problem(*CASES[name]))
+    params = staged.default_params(an, "h200", "strict")
+    rng = random.Random(0)
+    for diagnosis in ("memory", "latency"):
+        first = staged.ordered_moves(an, diagnosis, "strict", rng)[0]
+        assert first == "pool_row_taps"
+        moved = staged.apply_move(an, params, first)
+        assert moved["POOL_TILE"] == pooling.ROW_TAPS and staged.valid(an, moved)
+        assert staged.apply_move(an, moved, first) is None  # already there
+    assert "pool_row_taps" in staged.ordered_moves(an, "compute", "strict", rng)[1:]
+    no_pool = local_analysis(problem("", "torch.relu(x)", "torch.randn(4, 8)"))
+    assert "pool_row_taps" not in staged.ordered_moves(no_pool, "memory", "strict", rng)

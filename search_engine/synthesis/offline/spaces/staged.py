@@ -18,6 +18,9 @@ from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 
 # as the matmul family's do; a kernel that misses its tolerance steps one rung up the dot
 # precision ladder (dot_precision.py). Stages without a dot ignore PRECISION.
 PRECISION_MOVES = {"dot_ieee": "ieee", "dot_tf32x3": STRICT_DOT_PRECISION, "tf32": "tf32"}
+# moves straight to a layout (one step of its parameter may land on another): a pool's row
+# block one lane an output, tap by tap (writers/pooling.py, ROW_TAPS)
+LAYOUT_MOVES = {"pool_row_taps": ("POOL_TILE", 2)}
 
 STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
 
@@ -69,8 +72,12 @@ def pool_tile_default(an: Analysis) -> int:
     over 64x128x65536 1.9x faster than the flat default (2.0 against 3.8 ms on the H100)
     and lost to the flat layout at 256-output blocks on MaxPool2d 4/2/1 (1.55 against 1.16
     ms) and AvgPool2d 11 (8.4 against 7.2 ms)."""
-    pools = [n for n in an.nodes.values() if n.op == "pool"]
+    pools = _pools(an)
     return int(bool(pools) and all(len(n.attrs["kernel"]) == 1 for n in pools))
+
+
+def _pools(an: Analysis) -> list:
+    return [n for n in an.nodes.values() if n.op == "pool"]
 
 
 def clamp(an: Analysis, params: dict[str, Any]) -> dict[str, Any]:
@@ -97,8 +104,15 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
              "memory": ["BLOCK+", "BLOCK_O+", "BLOCK_R+", "num_warps+"],
              "compute": ["CONV_LOOP+", "BLOCK_M+", "BLOCK_N+", "num_stages+", "BLOCK_K+"],
              "latency": ["num_warps-", "BLOCK_O-", "BLOCK_M-"]}.get(diagnosis, [])
+    pools = bool(_pools(an))
+    if diagnosis in ("memory", "latency") and pools:
+        # a pool short of bandwidth is short of instructions (the flat layout's per-output
+        # divisions, the row tile's reduction across its tap axis): the row taps first
+        order = ["pool_row_taps", *order]
     rest = [f"{k}{s}" for k in SPACE for s in "+-" if f"{k}{s}" not in order]
     rest += [m for m in ("dot_ieee", "dot_tf32x3") if m not in order]
+    if pools and "pool_row_taps" not in order:
+        rest.append("pool_row_taps")
     if policy != "strict":
         rest.append("tf32")
     rng.shuffle(rest)
@@ -106,6 +120,9 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
 
 
 def apply_move(an: Analysis, params: dict[str, Any], move: str) -> dict[str, Any] | None:
+    if move in LAYOUT_MOVES:
+        key, value = LAYOUT_MOVES[move]
+        return None if params.get(key) == value else {**params, key: value}
     if move in PRECISION_MOVES:
         precision = PRECISION_MOVES[move]
         return None if params.get("PRECISION") == precision else {**params,
