@@ -567,6 +567,15 @@ def select(data: dict, only: str, labels: str) -> list[str]:
     return names
 
 
+def merge_beside(data: dict, other: dict, prefix: str) -> None:
+    """Another render's kernels into `data` as PREFIX_LABEL (an earlier commit's defaults
+    timed beside this one's, same process, same inputs); problems `data` lacks are skipped."""
+    for name, entry in other.items():
+        if name in data:
+            data[name]["kernels"].update({f"{prefix}_{label}": kernel
+                                          for label, kernel in entry["kernels"].items()})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["render", "time"])
@@ -583,6 +592,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also each GPU kernel's device time (torch.profiler), for "
                              "compile and for each of ours")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--beside", action="append", default=[], metavar="PREFIX=JSON",
+                        help="also time another render's kernels (an earlier commit's JSON: "
+                             "git show REV:PATH), labelled PREFIX_LABEL, in this process")
     args = parser.parse_args(argv)
     if args.kernels is None:
         args.kernels = KERNELS_JSON if args.precision == "strict" else KERNELS_JSON_TF32
@@ -595,6 +607,11 @@ def main(argv: list[str] | None = None) -> int:
     import triton
 
     data = json.loads(args.kernels.read_text())
+    for spec in args.beside:
+        prefix, _, path = spec.partition("=")
+        if not prefix or not path:
+            parser.error(f"--beside takes PREFIX=JSON, not {spec!r}")
+        merge_beside(data, json.loads(Path(path).read_text()), prefix)
     # in --only's order, so a run cut by its time limit has timed what was asked first
     names = select(data, args.only, args.labels)
     copy_gbs = _copy_bandwidth()

@@ -77,3 +77,17 @@ def test_only_and_labels_pick_problems_and_kernels():
     assert data["a"]["kernels"] == {"default": 1, "default_i32": 2}
     assert data["b"]["kernels"] == {"default": 4}  # not asked for: untouched
     assert bench.select(data, "", "") == ["a", "b", "c"]
+
+
+def test_an_earlier_render_is_timed_beside_under_its_prefix():
+    """`--beside before=OLD.json`: an earlier commit's kernels join this render's as
+    `before_<label>`, so `--labels default,before_default` times both in one process."""
+    new = {"max_pool3d": {"kernels": {"default": {"source": "new"}, "tile": {"source": "t"}}},
+           "softmax": {"kernels": {"default": {"source": "s"}}}}
+    old = {"max_pool3d": {"kernels": {"default": {"source": "old"}}},
+           "gone": {"kernels": {"default": {"source": "x"}}}}
+    bench.merge_beside(new, old, "before")
+    assert "gone" not in new  # only problems this render has
+    assert bench.select(new, "max_pool3d", "default,before_default") == ["max_pool3d"]
+    assert new["max_pool3d"]["kernels"] == {"default": {"source": "new"},
+                                            "before_default": {"source": "old"}}

@@ -237,3 +237,20 @@ def test_a_pool_short_of_bandwidth_tries_the_row_taps_first(name):
     assert "pool_row_taps" in staged.ordered_moves(an, "compute", "strict", rng)[1:]
     no_pool = local_analysis(problem("", "torch.relu(x)", "torch.randn(4, 8)"))
     assert "pool_row_taps" not in staged.ordered_moves(no_pool, "memory", "strict", rng)
+
+
+@pytest.mark.parametrize("tile", [pooling.FLAT, pooling.ROW_TILE, pooling.ROW_TAPS])
+def test_a_pool_reads_its_input_contiguous_at_strides_known_when_written(tile, tmp_path):
+    """No stride is passed at launch: the input is made contiguous (itself when it already
+    is) and the kernel's offsets are constants. A transposed input still pools right."""
+    source = problem("self.p = nn.MaxPool2d(3, stride=2, padding=1)", "self.p(x)",
+                     "torch.randn(2, 3, 19, 12).transpose(2, 3)")
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "interpreter", "strict"), "POOL_TILE": tile,
+              "BLOCK": 16}
+    candidate = staged.render(source, an, params)
+    kernel = _pool_kernel(candidate)
+    assert "_s0" not in kernel and ".stride(" not in candidate, kernel
+    assert ".contiguous()" in candidate
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-5)

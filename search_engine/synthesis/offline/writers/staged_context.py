@@ -27,12 +27,16 @@ class Context:
         self.call_args: list[str] = []
         self.prelude: list[str] = []  # forward lines a kernel's launch needs (operand views)
         self.renamed: dict[int, str] = {}  # leaves a kernel reads through a prelude's copy
+        # set by a writer: the kernel reads its leaves contiguous, at strides known when it
+        # is written (`dense`: the leaves it read so), not passed at launch
+        self.dense_leaves = False
+        self.dense: set[int] = set()
 
     # per kernel: start() resets the argument lists
     def start(self) -> None:
         self._pointers, self._scalars = {}, {}
         self.kernel_params, self.call_args, self.prelude = [], [], []
-        self.renamed = {}
+        self.renamed, self.dense_leaves, self.dense = {}, False, set()
 
     def tensor(self, ref: int) -> str:
         """How forward() names a leaf or stored node."""
@@ -58,9 +62,14 @@ class Context:
     def pointer(self, ref: int) -> str:
         if ref not in self._pointers:
             self._pointers[ref] = f"p{ref}"
+            if self.dense_leaves and ref not in self.stored and ref not in self.renamed:
+                # `.contiguous()` returns an input already contiguous as it is (no copy)
+                self.prelude.append(f"kh_d{ref} = {self.tensor(ref)}.contiguous()")
+                self.renamed[ref] = f"kh_d{ref}"
+                self.dense.add(ref)
             self.kernel_params.append(f"p{ref}")
             self.call_args.append(self.tensor(ref))
-            if ref not in self.stored:
+            if ref not in self.stored and ref not in self.dense:
                 for d, size in enumerate(self.nodes[ref].shape):
                     if size != 1:
                         self.kernel_params.append(f"p{ref}_s{d}")
@@ -69,7 +78,7 @@ class Context:
 
     def strides(self, ref: int) -> list[str]:
         shape = self.nodes[ref].shape
-        if ref in self.stored:
+        if ref in self.stored or ref in self.dense:
             return [str(s) for s in contiguous_strides(shape)]
         return [f"p{ref}_s{d}" for d in range(len(shape))]
 
