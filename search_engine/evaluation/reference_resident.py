@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 
 from search_engine.evaluation import wire
 
@@ -148,17 +149,13 @@ class _PartClock:
         if begun is not None:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - begun, 6)
 
+    @contextmanager
     def part(self, name: str):
-        from contextlib import contextmanager
-
-        @contextmanager
-        def timed():
-            self.begin(name)
-            try:
-                yield
-            finally:
-                self.end(name)
-        return timed()
+        self.begin(name)
+        try:
+            yield
+        finally:
+            self.end(name)
 
 
 FINGERPRINT_MODULUS = 1_000_003
