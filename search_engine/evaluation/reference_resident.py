@@ -58,30 +58,30 @@ class ResidentTrials:
             first = outputs[:groups[0]]
             with clock.part("inputs"):
                 mutations = self._mutations(trial)
-            clock.begin("compare")
-            reply: dict = {"ok": True, "mutations": mutations, "distances": [
-                rel_norm_distance(first, reference) if len(first) == len(reference)
-                else float("inf")], "spot_distances": []}
-            for t in outputs[groups[0]:]:  # single tensors: do they equal any output?
-                reply["spot_distances"].append(min(
-                    (rel_norm_distance([t], [r]) for r in reference if r.shape == t.shape),
-                    default=float("inf")))
-            if header.get("compare"):
-                tol = Tolerance(**header["compare"]["tolerance"])
-                verdict = compare_trial(int(header["compare"]["trial"]),
-                                        int(header["compare"]["seed"]),
-                                        first, reference,
-                                        header["compare"]["dtypes"], tol)
-                reply["verdict"] = {f: getattr(verdict, f) for f in TrialError.__dataclass_fields__}
-            if header.get("projections"):  # torch results the candidate's process projected
-                from search_engine.evaluation.call_watch import matching_projections
+            with clock.part("compare"):
+                reply: dict = {"ok": True, "mutations": mutations, "distances": [
+                    rel_norm_distance(first, reference) if len(first) == len(reference)
+                    else float("inf")], "spot_distances": []}
+                for t in outputs[groups[0]:]:  # single tensors: do they equal any output?
+                    reply["spot_distances"].append(min(
+                        (rel_norm_distance([t], [r]) for r in reference if r.shape == t.shape),
+                        default=float("inf")))
+                if header.get("compare"):
+                    tol = Tolerance(**header["compare"]["tolerance"])
+                    verdict = compare_trial(int(header["compare"]["trial"]),
+                                            int(header["compare"]["seed"]),
+                                            first, reference,
+                                            header["compare"]["dtypes"], tol)
+                    reply["verdict"] = {f: getattr(verdict, f)
+                                        for f in TrialError.__dataclass_fields__}
+                if header.get("projections"):  # torch results the candidate's process projected
+                    from search_engine.evaluation.call_watch import matching_projections
 
-                tol = float((header.get("compare") or {}).get("tolerance", {}).get(
-                    "rel_norm", 1e-6))
-                reply["torch_answer_moved"] = matching_projections(
-                    {"projections": header["projections"]}, reference, int(header["probe"]),
-                    tol, launched_after=True)
-            clock.end("compare")
+                    tol = float((header.get("compare") or {}).get("tolerance", {}).get(
+                        "rel_norm", 1e-6))
+                    reply["torch_answer_moved"] = matching_projections(
+                        {"projections": header["projections"]}, reference, int(header["probe"]),
+                        tol, launched_after=True)
             with clock.part("samples"):
                 samples = self._samples(first, reference, header.get("sample"))
             reply["sampled_outputs"] = len(first) if samples else 0
@@ -139,23 +139,14 @@ class _PartClock:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
-        self._started: dict[str, float] = {}
-
-    def begin(self, name: str) -> None:
-        self._started[name] = time.monotonic()
-
-    def end(self, name: str) -> None:
-        begun = self._started.pop(name, None)
-        if begun is not None:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - begun, 6)
 
     @contextmanager
     def part(self, name: str):
-        self.begin(name)
+        begun = time.monotonic()
         try:
             yield
         finally:
-            self.end(name)
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - begun, 6)
 
 
 FINGERPRINT_MODULUS = 1_000_003

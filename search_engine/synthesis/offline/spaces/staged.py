@@ -12,6 +12,7 @@ from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401 (its families)
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
+from search_engine.synthesis.offline.writers.pooling import ROW_TAPS
 from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 (its writer)
 
 # Strict fp32 dots (conv, attention, batched matmul) run as three tf32 tensor-core products,
@@ -19,8 +20,8 @@ from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 
 # precision ladder (dot_precision.py). Stages without a dot ignore PRECISION.
 PRECISION_MOVES = {"dot_ieee": "ieee", "dot_tf32x3": STRICT_DOT_PRECISION, "tf32": "tf32"}
 # moves straight to a layout (one step of its parameter may land on another): a pool's row
-# block one lane an output, tap by tap (writers/pooling.py, ROW_TAPS)
-LAYOUT_MOVES = {"pool_row_taps": ("POOL_TILE", 2)}
+# block one lane an output, tap by tap
+LAYOUT_MOVES = {"pool_row_taps": ("POOL_TILE", ROW_TAPS)}
 
 STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
 
