@@ -139,9 +139,13 @@ class CandidateRun(TimedChecks, Judgement):
                 shutil.rmtree(workdir, ignore_errors=True)
 
     def _session(self, pool) -> SandboxSession:
-        """A warm sandbox from `pool` (single use) or a fresh one started by `_drive`."""
+        """A warm sandbox from `pool` (single use) or a fresh one started by `_drive`, also
+        when the pool could not start one (the host's failure, never the candidate's)."""
         if pool is not None:
-            return pool.take(self.timeout_s)
+            try:
+                return pool.take(self.timeout_s)
+            except (SandboxDied, SandboxTimeout, ProtocolViolation):
+                pass  # the pool's start failed before the candidate was in it: a fresh one
         return SandboxSession("search_engine.evaluation.child", child_args(self.hw, self.config),
                               make_workdir(), timeout_s=self.timeout_s,
                               limits=self.config.limits, env_extra=self._env(),

@@ -87,6 +87,11 @@ class SandboxSession:
     def started(self) -> bool:
         return bool(self.ready)
 
+    @property
+    def alive(self) -> bool:
+        """Started and still running (a warm sandbox can die while it waits to be taken)."""
+        return self.started and self.process is not None and self.process.popen.poll() is None
+
     def start(self) -> dict:
         import search_engine.evaluation.wire as wire
         from search_engine.evaluation.cancellation import track

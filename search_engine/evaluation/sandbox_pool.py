@@ -47,25 +47,39 @@ class SandboxPool:
 
     def take(self, timeout_s: float) -> SandboxSession:
         """A started session with `timeout_s` of budget (started now if none is warm)."""
-        import queue
-
-        try:
-            session = self._ready.get_nowait()
-        except queue.Empty:
-            session = None
+        session = self._take_ready(lambda: self._ready.get_nowait())
         if session is None and self._starting:  # one is nearly up: cheaper than a new one
-            try:
-                session = self._ready.get(timeout=self.start_timeout_s)
-            except queue.Empty:
-                session = None
+            session = self._take_ready(lambda: self._ready.get(timeout=self.start_timeout_s))
         self._refill()
         if session is None:
             session = self._new_session()
-            session.start()
+            try:
+                session.start()
+            except BaseException:
+                session.close()
+                shutil.rmtree(session.workdir, ignore_errors=True)
+                raise
         with self._lock:
             self.taken += 1
         session.budget_s, session.used_s = timeout_s, 0.0
         return track(session)  # the taking evaluation's scope may kill it
+
+    def _take_ready(self, get) -> SandboxSession | None:
+        """The next warm session `get` yields that is still alive: one that died while it
+        waited is thrown away (and replaced), never handed to a candidate whose verdict its
+        death would become."""
+        import queue
+
+        while True:
+            try:
+                session = get()
+            except queue.Empty:
+                return None
+            if session.alive:
+                return session
+            session.close()
+            shutil.rmtree(session.workdir, ignore_errors=True)
+            self._refill()
 
     def _new_session(self) -> SandboxSession:
         return SandboxSession(self.module, self.args, make_workdir(),

@@ -30,6 +30,47 @@ def test_warm_sandboxes_are_single_use(softmax_problem):
     assert all(r.diagnostics["phases"]["startup"] < 0.5 for r in results[1:])
 
 
+def test_a_warm_sandbox_that_died_waiting_is_never_a_candidates_verdict(softmax_problem):
+    """A warm sandbox killed while it waited (the OOM killer, an operator) is thrown away on
+    take: the candidate gets a live one and is judged on its own run."""
+    import signal
+
+    config = EvaluationConfig(interpreter_reps=1, ncu="off")
+    with LocalExecutor(max_workers=1, config=config) as ex:
+        pool = ex.sandbox_pool("interpreter", config)
+        deadline = time.monotonic() + 120
+        while pool._ready.qsize() < pool.size and time.monotonic() < deadline:
+            time.sleep(0.2)
+        warm = list(pool._ready.queue)
+        assert len(warm) == pool.size
+        for session in warm:
+            session.process.popen.send_signal(signal.SIGKILL)
+            session.process.popen.wait(10)
+        result = ex.submit(EvaluationRequest(softmax_problem.source, candidate("clean_softmax"),
+                                             target="interpreter", timeout_s=60)).result()
+        assert all(s.process.popen.poll() is not None for s in warm)
+    assert result.status == "correct", result.message
+
+
+def test_a_pool_that_cannot_start_a_sandbox_falls_back_to_a_fresh_one(softmax_problem,
+                                                                       monkeypatch):
+    """The pool's start failing (the host's fault: the candidate is not in it yet) is not
+    the candidate's runtime_error: it runs in a sandbox of its own."""
+    from search_engine.evaluation.sandbox import SandboxDied
+    from search_engine.evaluation.sandbox_pool import SandboxPool
+
+    def broken_take(self, timeout_s):
+        raise SandboxDied("the sandbox closed its socket (host out of processes)")
+
+    monkeypatch.setattr(SandboxPool, "take", broken_take)
+    config = EvaluationConfig(interpreter_reps=1, ncu="off")
+    with LocalExecutor(max_workers=1, config=config) as ex:
+        result = ex.submit(EvaluationRequest(softmax_problem.source, candidate("clean_softmax"),
+                                             target="interpreter", timeout_s=60)).result()
+    assert result.status == "correct", result.message
+    assert result.diagnostics["phases"]["startup"] > 0  # started in the evaluation itself
+
+
 def test_a_candidate_cannot_leave_state_for_the_next_one(softmax_problem, tmp_path):
     """The first candidate writes into its workdir and its process; the second sees neither."""
     leave = candidate("clean_softmax") + '''

@@ -54,7 +54,9 @@ def test_budget_12_search_finds_a_verified_kernel(problem, strategy, local_execu
     evaluated = [n for n in outcome.nodes if n["result"] is not None]
     assert len({n["source"] for n in evaluated}) == 12
     assert all(n["advantage"] is not None for n in evaluated)
-    assert sum(n["status"] == "correct" for n in evaluated) >= 10
+    failed = [(n["id"], n["status"], (n["result"] or {}).get("message", "")[:400])
+              for n in evaluated if n["status"] != "correct"]
+    assert len(evaluated) - len(failed) >= 10, failed
     # the tree grew below the root (refinements, not only root templates)
     assert max(n["depth"] for n in outcome.nodes) >= 2
     if strategy == "evolution":
