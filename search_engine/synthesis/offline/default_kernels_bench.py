@@ -155,6 +155,19 @@ PROBLEMS = {
                                   "self.deconv = nn.ConvTranspose3d(32, 32, 3, stride=2, "
                                   "padding=1, output_padding=1)"),
                          _conv_flops(8, 32, 32, (3, 3, 3), (16, 32, 32)), "flops"),
+    # epilogues that read the conv's value twice (`y * f(y)`): fused into the conv's kernel
+    # since 2026-12-07, where a second kernel read y back (KernelBench L2 57's shape)
+    "conv2d_relu_hardswish": (_problem("(lambda y: y * torch.clamp((y + 3) / 6, 0, 1))"
+                                       "(torch.relu(self.conv(x)))",
+                                       "torch.rand(128, 8, 128, 128)",
+                                       "self.conv = nn.Conv2d(8, 64, 3)"),
+                              _conv_flops(128, 64, 8, (3, 3), (126, 126)), "flops"),
+    "conv_transpose3d_add_hardswish": (
+        _problem("(lambda y: y * F.hardswish(y))(self.deconv(x) + a)",
+                 "torch.randn(8, 32, 16, 32, 32), torch.randn(8, 32, 32, 64, 64)",
+                 "self.deconv = nn.ConvTranspose3d(32, 32, 3, stride=2, padding=1, "
+                 "output_padding=1)", args="x, a"),
+        _conv_flops(8, 32, 32, (3, 3, 3), (16, 32, 32)), "flops"),
 }
 
 CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},

@@ -202,6 +202,41 @@ def test_the_conv_epilogue_is_fused_into_one_store():
     assert candidate.count("@triton.jit") == 1  # conv, bias, relu, scale, add: one kernel
 
 
+@pytest.mark.parametrize("forward", [
+    "y * torch.sigmoid(y)",                               # swish: y read twice
+    "(y + self.bias + y) * y + y",                        # a residual read at every step
+    "y * torch.clamp((torch.relu(y) + 3.0) / 6.0, 0.0, 1.0)",  # HardSwish spelled out
+])
+def test_an_epilogue_that_reads_the_conv_twice_stays_in_the_conv_kernel(forward, tmp_path):
+    """The epilogue is a region of pointwise ops over the conv's elements, not only a chain:
+    a value read twice (`y * f(y)`) no longer stores y and runs a second kernel over it."""
+    source = problem("self.conv = nn.Conv2d(3, 8, 3)\n"
+                     "self.bias = nn.Parameter(torch.randn(8, 1, 1))",
+                     f"(lambda y: {forward})(self.conv(x))", "torch.randn(2, 3, 8, 7)")
+    an = local_analysis(source)
+    candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
+    assert candidate.count("@triton.jit") == 1
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_value_a_later_reduction_also_reads_is_stored_once(tmp_path):
+    """relu(conv) feeds both a channel mean and the product with it: the conv kernel stores
+    the relu (one exit); the product, which needs the mean, is the last kernel's."""
+    source = problem("self.conv = nn.Conv2d(3, 8, 3)",
+                     "(lambda y: y * y.mean(dim=1, keepdim=True))(torch.relu(self.conv(x)))",
+                     "torch.randn(2, 3, 8, 7)")
+    an = local_analysis(source)
+    from search_engine.synthesis.offline.plan.stages import plan
+
+    stages = plan(an)
+    conv = next(s for s in stages if an.nodes[s.anchor].op == "conv")
+    assert [an.nodes[i].op for i in conv.epilogue] == ["relu"]
+    candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
 def test_few_outputs_over_many_elements_split_the_reduction(tmp_path):
     # rows of 2 x 72 x 64 = 9216 elements, longer than a row group's tile
     source = problem("self.gn = nn.GroupNorm(2, 4)", "self.gn(x) * 2.0",

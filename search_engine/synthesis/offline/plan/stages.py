@@ -43,15 +43,7 @@ def plan(an: Analysis) -> list[Stage]:
     for node in an.topo():
         if node.op not in ANCHOR_OPS:
             continue
-        sink, epilogue = node.id, []
-        while sink != an.output and len(used_by[sink]) == 1:
-            nxt = nodes[used_by[sink][0]]
-            if nxt.op not in POINTWISE_OPS or nxt.op == "iota" or \
-                    tuple(nxt.shape) != tuple(nodes[sink].shape) or any(
-                        _reaches_anchor(nodes, r, stored) for r in nxt.refs() if r != sink):
-                break
-            sink = nxt.id
-            epilogue.append(sink)
+        sink, epilogue = fused_epilogue(nodes, used_by, node.id, an.output, stored)
         stages.append(Stage(node.id, sink, epilogue))
         stored.add(sink)
     for node in an.topo():  # dot operands computed by pointwise ops are stored first
@@ -64,6 +56,32 @@ def plan(an: Analysis) -> list[Stage]:
         stages.append(Stage(an.output, an.output))
     order = {i: k for k, i in enumerate(sorted(nodes))}
     return sorted(stages, key=lambda s: order[s.anchor])
+
+
+def fused_epilogue(nodes, used_by, anchor: int, output: int,
+                   stored: set[int]) -> tuple[int, list[int]]:
+    """(sink, epilogue): the pointwise ops over the anchor's elements its kernel computes
+    before it stores one result. The epilogue is a region, not only a chain: `x * sigmoid(x)`
+    or `x + r; x * r` read a value twice, and every value in the region but the sink is read
+    only inside it (so none is stored). It grows one op at a time, each reading the region,
+    leaves, stored nodes or ops over those; the largest region with one way out wins."""
+    shape = tuple(nodes[anchor].shape)
+    region, order, best = {anchor}, [], (anchor, [])
+    while True:
+        joinable = [u for u in sorted({u for r in region for u in used_by[r]} - region)
+                    if _joins_epilogue(nodes, nodes[u], region, shape, stored)]
+        if not joinable:
+            return best
+        region.add(joinable[0])
+        order.append(joinable[0])
+        exits = [r for r in region if r == output or any(u not in region for u in used_by[r])]
+        if len(exits) == 1:
+            best = (exits[0], list(order))
+
+
+def _joins_epilogue(nodes, node: IRNode, region: set[int], shape, stored: set[int]) -> bool:
+    return node.op in POINTWISE_OPS and node.op != "iota" and tuple(node.shape) == shape and \
+        not any(_reaches_anchor(nodes, r, stored) for r in node.refs() if r not in region)
 
 
 def output_view_of(an: Analysis, stages: list[Stage]) -> int | None:
