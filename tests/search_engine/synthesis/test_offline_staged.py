@@ -237,6 +237,23 @@ def test_a_value_a_later_reduction_also_reads_is_stored_once(tmp_path):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("forward,inputs,kernels", [
+    ("torch.matmul(x, self.w[4:12].t())", "torch.randn(2, 3, 8)", 1),   # a gate's rows
+    ("torch.matmul(x, self.w[:, 2:10:2])", "torch.randn(2, 3, 16)", 1),  # a stepped slice
+    # a reshape after the slice would make torch copy: the operand is stored first
+    ("torch.matmul(x, self.w[4:12].reshape(4, 16).t())", "torch.randn(2, 3, 16)", 2),
+])
+def test_a_sliced_weight_is_read_by_the_matmul_as_a_view(forward, inputs, kernels, tmp_path):
+    """An LSTM gate's rows or a head's columns of a weight: the matmul reads the slice with
+    its strides (a torch view) instead of a kernel storing a sliced copy first."""
+    source = problem("self.w = nn.Parameter(torch.randn(16, 8))", forward, inputs)
+    an = local_analysis(source)
+    candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
+    assert candidate.count("@triton.jit") == kernels
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
 def test_few_outputs_over_many_elements_split_the_reduction(tmp_path):
     # rows of 2 x 72 x 64 = 9216 elements, longer than a row group's tile
     source = problem("self.gn = nn.GroupNorm(2, 4)", "self.gn(x) * 2.0",

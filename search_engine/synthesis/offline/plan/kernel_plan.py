@@ -20,8 +20,8 @@ from typing import Any
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import LEAVES, REDUCTIONS, Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, VIEW_OPS, Stage, output_view_of, plan, row_group_kernel_name, row_groups,
-    stage_kernel_name, stage_writer_op, streams_rows,
+    REDUCE_OPS, STRIDED_OPERAND_DOTS, VIEW_OPS, Stage, output_view_of, plan,
+    row_group_kernel_name, row_groups, stage_kernel_name, stage_writer_op, streams_rows,
 )
 
 # the kernels the fused writers define (they take their names from here)
@@ -176,7 +176,8 @@ def _stage_group(an: Analysis, k: int, stage: Stage, stored: set[int],
     layout = []
     if anchor.op in DOT_OPS:
         layout += [f"operand {an.nodes[r].op} read as a strided view (no copy)"
-                   for r in anchor.refs() if an.nodes[r].op in VIEW_OPS and r not in stored]
+                   for r in anchor.refs() if r not in stored and (an.nodes[r].op in VIEW_OPS or (
+                       an.nodes[r].op == "slice" and anchor.op in STRIDED_OPERAND_DOTS))]
     readers = {n.op for n in an.nodes.values() if stage.anchor in n.refs()}
     if pattern == "pointwise" and stage.sink != an.output and readers & set(DOT_OPS):
         layout.append("stored first: an operand a later dot kernel reads")

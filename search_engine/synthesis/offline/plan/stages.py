@@ -16,6 +16,10 @@ ANCHOR_OPS = {"conv", "pool", "scan", "matmul", "attention"} | REDUCE_OPS
 INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "unfold", "cat",
              "pad"}
 VIEW_OPS = ("permute", "transpose", "reshape")  # a dot operand reads these as torch views
+# dots that take their operands as torch views with strides (`matmul_variants.pass_operand`)
+# also read a slice that way (a gate's rows of an LSTM's weight, a head's part of a fused
+# QKV projection), unless a reshape follows the slice (torch would copy the sliced tensor)
+STRIDED_OPERAND_DOTS = ("matmul", "attention")
 COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 EXTRA_UNARY = {"sign", "floor", "ceil", "round", "trunc", "erf"}
 POINTWISE_OPS = UNARY | BINARY | set(COMPARE) | EXTRA_UNARY | {"where", "iota"}
@@ -49,7 +53,8 @@ def plan(an: Analysis) -> list[Stage]:
     for node in an.topo():  # dot operands computed by pointwise ops are stored first
         if node.op in ("conv", "matmul", "attention"):
             for ref in node.refs():
-                if not _plain_operand(nodes, ref, stored):
+                if not _plain_operand(nodes, ref, stored,
+                                      slices=node.op in STRIDED_OPERAND_DOTS):
                     stages.append(Stage(ref, ref))
                     stored.add(ref)
     if an.output not in stored:
@@ -269,10 +274,13 @@ def _reaches_anchor(nodes, ref, stored) -> bool:
     return False
 
 
-def _plain_operand(nodes, ref, stored) -> bool:
+def _plain_operand(nodes, ref, stored, slices: bool = False) -> bool:
     """A tensor a dot kernel can read with strides: a leaf, a stored node, or a permute /
-    transpose / reshape of one (passed as a torch view; broadcast batch dims get stride 0)."""
-    node = nodes[ref]
-    while node.op in VIEW_OPS and node.id not in stored:
+    transpose / reshape of one (passed as a torch view; broadcast batch dims get stride 0);
+    with `slices`, also a slice of one that no reshape follows (a view whatever the strides)."""
+    node, reshaped = nodes[ref], False
+    while node.id not in stored and (node.op in VIEW_OPS or (
+            slices and node.op == "slice" and not reshaped)):
+        reshaped |= node.op == "reshape"
         node = nodes[node.refs()[0]]
     return (node.op in LEAVES and not node.attrs.get("scalar")) or node.id in stored

@@ -23,7 +23,7 @@ def operand_view(ctx, ref: int) -> str:
     nodes = ctx.nodes
     chain = []
     node = nodes[ref]
-    while node.id not in ctx.stored and node.op in VIEW_OPS:
+    while node.id not in ctx.stored and (node.op in VIEW_OPS or node.op == "slice"):
         chain.append(node)
         node = nodes[node.refs()[0]]
     text = ctx.tensor(node.id)
@@ -32,9 +32,18 @@ def operand_view(ctx, ref: int) -> str:
             text += ".transpose(-1, -2)"
         elif view.op == "permute":
             text += f".permute{tuple(view.attrs['perm'])!r}"
+        elif view.op == "slice":
+            text += _slice_text(view)
         else:
             text += f".reshape({tuple(view.shape)!r})"
     return text
+
+
+def _slice_text(view) -> str:
+    """`[:, start:stop:step]`: the slice node's elements along its dim, as a torch view."""
+    dim, start, step = view.attrs["dim"], view.attrs["start"], view.attrs["step"]
+    stop = start + (view.shape[dim] - 1) * step + 1
+    return "[" + ":, " * dim + f"{start}:{stop}:{step}]"
 
 
 def pass_operand(ctx, stage, which: str, ref: int, batch: tuple[int, ...],
