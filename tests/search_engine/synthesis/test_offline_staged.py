@@ -237,11 +237,46 @@ def test_a_value_a_later_reduction_also_reads_is_stored_once(tmp_path):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
+def test_the_view_rule_is_torchs():
+    """`reshape_strides` says a view exists exactly where `Tensor.view` does, with its
+    strides, over random permuted and sliced tensors (the plan decides copies with it)."""
+    from search_engine.synthesis.offline.plan.stages import reshape_strides
+
+    rng = random.Random(0)
+    for _ in range(500):
+        rank = rng.randint(1, 4)
+        base = torch.empty([rng.choice([1, 2, 3, 4, 6]) for _ in range(rank)])
+        view = base.permute(rng.sample(range(rank), rank))
+        d = rng.randrange(rank)
+        if view.shape[d] > 1:
+            index = [slice(None)] * rank
+            index[d] = slice(rng.randint(0, view.shape[d] - 1), None, rng.randint(1, 2))
+            view = view[tuple(index)]
+        new, rest = [], view.numel()
+        while rest > 1:
+            new.append(rng.choice([k for k in range(2, rest + 1) if rest % k == 0]))
+            rest //= new[-1]
+        new.insert(rng.randint(0, len(new)), 1)
+        got = reshape_strides(list(view.shape), list(view.stride()), new)
+        try:
+            want = list(view.view(new).stride())
+        except RuntimeError:
+            want = None
+        assert (got is None) == (want is None), (view.shape, view.stride(), new)
+        if got is not None:
+            assert [g for g, n in zip(got, new) if n != 1] == \
+                [w for w, n in zip(want, new) if n != 1]
+
+
 @pytest.mark.parametrize("forward,inputs,kernels", [
     ("torch.matmul(x, self.w[4:12].t())", "torch.randn(2, 3, 8)", 1),   # a gate's rows
     ("torch.matmul(x, self.w[:, 2:10:2])", "torch.randn(2, 3, 16)", 1),  # a stepped slice
-    # a reshape after the slice would make torch copy: the operand is stored first
-    ("torch.matmul(x, self.w[4:12].reshape(4, 16).t())", "torch.randn(2, 3, 16)", 2),
+    # a slice, then split into heads (a view): a fused QKV projection's q and k
+    ("(lambda qkv: torch.matmul(qkv[:, :, 0:8].reshape(2, 5, 2, 4).permute(0, 2, 1, 3), "
+     "qkv[:, :, 8:16].reshape(2, 5, 2, 4).permute(0, 2, 3, 1)))(torch.matmul(x, self.w.t()))",
+     "torch.randn(2, 5, 8)", 2),
+    # a reshape that merges a slice's strided dims would make torch copy: stored first
+    ("torch.matmul(x, self.w[:, 0:4].reshape(64))", "torch.randn(3, 64)", 2),
 ])
 def test_a_sliced_weight_is_read_by_the_matmul_as_a_view(forward, inputs, kernels, tmp_path):
     """An LSTM gate's rows or a head's columns of a weight: the matmul reads the slice with

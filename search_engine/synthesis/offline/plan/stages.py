@@ -277,10 +277,56 @@ def _reaches_anchor(nodes, ref, stored) -> bool:
 def _plain_operand(nodes, ref, stored, slices: bool = False) -> bool:
     """A tensor a dot kernel can read with strides: a leaf, a stored node, or a permute /
     transpose / reshape of one (passed as a torch view; broadcast batch dims get stride 0);
-    with `slices`, also a slice of one that no reshape follows (a view whatever the strides)."""
-    node, reshaped = nodes[ref], False
-    while node.id not in stored and (node.op in VIEW_OPS or (
-            slices and node.op == "slice" and not reshaped)):
-        reshaped |= node.op == "reshape"
+    with `slices`, also through slices, where every reshape after one is a view (a head's
+    part of a fused QKV projection: slice, split into heads, permute), not a copy."""
+    node, chain = nodes[ref], []
+    while node.id not in stored and (node.op in VIEW_OPS or (slices and node.op == "slice")):
+        chain.append(node)
         node = nodes[node.refs()[0]]
-    return (node.op in LEAVES and not node.attrs.get("scalar")) or node.id in stored
+    if not ((node.op in LEAVES and not node.attrs.get("scalar")) or node.id in stored):
+        return False
+    return all(n.op != "slice" for n in chain) or \
+        _views_without_copy(tuple(node.shape), reversed(chain))
+
+
+def _views_without_copy(shape, chain) -> bool:
+    """Whether torch takes `chain` (slices, permutes, last-two transposes and reshapes, from
+    a contiguous tensor of `shape`) as views: a reshape is one where its stride rule allows."""
+    shape = list(shape)
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    for view in chain:
+        if view.op == "slice":
+            strides[view.attrs["dim"]] *= view.attrs["step"]
+        elif view.op == "transpose":
+            strides[-2:] = strides[:-3:-1]
+        elif view.op == "permute":
+            strides = [strides[p] for p in view.attrs["perm"]]
+        else:
+            strides = reshape_strides(shape, strides, view.shape)
+            if strides is None:
+                return False
+        shape = list(view.shape)
+    return True
+
+
+def reshape_strides(shape, strides, new_shape) -> list[int] | None:
+    """The strides of `new_shape` viewing a tensor of `shape` and `strides` without a copy,
+    or None where `reshape` must copy (torch's rule: each run of dims it merges or splits
+    must be contiguous within itself)."""
+    if math.prod(shape) == 0 or not shape:
+        return [1] * len(new_shape)
+    out = [0] * len(new_shape)
+    view_d, base = len(new_shape) - 1, strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                out[view_d] = view_numel * base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                base, tensor_numel, view_numel = strides[d - 1], 1, 1
+    return out if view_d == -1 else None
