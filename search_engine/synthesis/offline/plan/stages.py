@@ -18,7 +18,7 @@ INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "unfo
 VIEW_OPS = ("permute", "transpose", "reshape")  # a dot operand reads these as torch views
 # dots that take their operands as torch views with strides (`matmul_variants.pass_operand`)
 # also read a slice that way (a gate's rows of an LSTM's weight, a head's part of a fused
-# QKV projection), unless a reshape follows the slice (torch would copy the sliced tensor)
+# QKV projection), unless a reshape after it would make torch copy (`_views_without_copy`)
 STRIDED_OPERAND_DOTS = ("matmul", "attention")
 COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 EXTRA_UNARY = {"sign", "floor", "ceil", "round", "trunc", "erf"}
