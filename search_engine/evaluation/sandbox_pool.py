@@ -47,7 +47,7 @@ class SandboxPool:
 
     def take(self, timeout_s: float) -> SandboxSession:
         """A started session with `timeout_s` of budget (started now if none is warm)."""
-        session = self._take_ready(lambda: self._ready.get_nowait())
+        session = self._take_ready(self._ready.get_nowait)
         if session is None and self._starting:  # one is nearly up: cheaper than a new one
             session = self._take_ready(lambda: self._ready.get(timeout=self.start_timeout_s))
         self._refill()

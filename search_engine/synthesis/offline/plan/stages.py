@@ -274,31 +274,36 @@ def _reaches_anchor(nodes, ref, stored) -> bool:
     return False
 
 
+def operand_chain(nodes, ref, stored, slices: bool = True) -> tuple[IRNode, list[IRNode]]:
+    """(base, views): the stored node or leaf a dot operand views, and the view ops from it
+    to the operand, in the order they apply (with `slices`, slices are views too)."""
+    node, chain = nodes[ref], []
+    while node.id not in stored and (node.op in VIEW_OPS or (slices and node.op == "slice")):
+        chain.append(node)
+        node = nodes[node.refs()[0]]
+    return node, chain[::-1]
+
+
 def _plain_operand(nodes, ref, stored, slices: bool = False) -> bool:
     """A tensor a dot kernel can read with strides: a leaf, a stored node, or a permute /
     transpose / reshape of one (passed as a torch view; broadcast batch dims get stride 0);
     with `slices`, also through slices, where every reshape after one is a view (a head's
     part of a fused QKV projection: slice, split into heads, permute), not a copy."""
-    node, chain = nodes[ref], []
-    while node.id not in stored and (node.op in VIEW_OPS or (slices and node.op == "slice")):
-        chain.append(node)
-        node = nodes[node.refs()[0]]
-    if not ((node.op in LEAVES and not node.attrs.get("scalar")) or node.id in stored):
+    base, chain = operand_chain(nodes, ref, stored, slices)
+    if not ((base.op in LEAVES and not base.attrs.get("scalar")) or base.id in stored):
         return False
-    return all(n.op != "slice" for n in chain) or \
-        _views_without_copy(tuple(node.shape), reversed(chain))
+    return all(n.op != "slice" for n in chain) or _views_without_copy(tuple(base.shape), chain)
 
 
 def _views_without_copy(shape, chain) -> bool:
     """Whether torch takes `chain` (slices, permutes, last-two transposes and reshapes, from
     a contiguous tensor of `shape`) as views: a reshape is one where its stride rule allows."""
-    shape = list(shape)
-    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    shape, strides = list(shape), contiguous_strides(shape)
     for view in chain:
         if view.op == "slice":
             strides[view.attrs["dim"]] *= view.attrs["step"]
         elif view.op == "transpose":
-            strides[-2:] = strides[:-3:-1]
+            strides[-2], strides[-1] = strides[-1], strides[-2]
         elif view.op == "permute":
             strides = [strides[p] for p in view.attrs["perm"]]
         else:
@@ -307,6 +312,14 @@ def _views_without_copy(shape, chain) -> bool:
                 return False
         shape = list(view.shape)
     return True
+
+
+def contiguous_strides(shape) -> list[int]:
+    strides, acc = [], 1
+    for s in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= s
+    return list(reversed(strides))
 
 
 def reshape_strides(shape, strides, new_shape) -> list[int] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from search_engine.synthesis.offline.plan.stages import VIEW_OPS
+from search_engine.synthesis.offline.plan.stages import operand_chain
 from search_engine.synthesis.offline.writers.staged_context import (
     dot_precision, finish_dot_stage, p2, unravel,
 )
@@ -20,14 +20,9 @@ from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 def operand_view(ctx, ref: int) -> str:
     """A forward expression viewing the stored node or leaf that operand `ref` reads."""
-    nodes = ctx.nodes
-    chain = []
-    node = nodes[ref]
-    while node.id not in ctx.stored and (node.op in VIEW_OPS or node.op == "slice"):
-        chain.append(node)
-        node = nodes[node.refs()[0]]
-    text = ctx.tensor(node.id)
-    for view in reversed(chain):
+    base, chain = operand_chain(ctx.nodes, ref, ctx.stored)
+    text = ctx.tensor(base.id)
+    for view in chain:
         if view.op == "transpose":
             text += ".transpose(-1, -2)"
         elif view.op == "permute":

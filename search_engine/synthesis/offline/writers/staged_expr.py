@@ -7,7 +7,9 @@ kernel-writing context (`staged_context.Context`), which holds it."""
 from __future__ import annotations
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Const, IRNode
-from search_engine.synthesis.offline.plan.stages import COMPARE, INDEX_OPS
+from search_engine.synthesis.offline.plan.stages import (  # noqa: F401 (re-exported)
+    COMPARE, INDEX_OPS, contiguous_strides,
+)
 from search_engine.synthesis.offline.writers import codegen
 
 
@@ -175,14 +177,6 @@ def reshape_index(idx, shape, src_shape) -> tuple[str, ...]:
     src_strides = contiguous_strides(src_shape)
     return tuple("0" if s == 1 else f"((({flat}) // {st}) % {s})"
                  for s, st in zip(src_shape, src_strides))
-
-
-def contiguous_strides(shape) -> list[int]:
-    strides, acc = [], 1
-    for s in reversed(tuple(shape)):
-        strides.append(acc)
-        acc *= s
-    return list(reversed(strides))
 
 
 def pointwise(node: IRNode, a: list[str]) -> str:
