@@ -168,6 +168,20 @@ PROBLEMS = {
                  "self.deconv = nn.ConvTranspose3d(32, 32, 3, stride=2, padding=1, "
                  "output_padding=1)", args="x, a"),
         _conv_flops(8, 32, 32, (3, 3, 3), (16, 32, 32)), "flops"),
+    # a sum over a GEMM's output columns (KernelBench L2 14 and 51's shapes): since
+    # 2026-12-07 the plan multiplies x by the weight's column sums, no GEMM (plan/algebra.py);
+    # the floor is reading the weight and x once
+    "gemm_divide_sum_scaling": (
+        _problem("torch.sum(torch.matmul(x, self.weight.T) / 2, dim=1, keepdim=True) * 1.5",
+                 "torch.randn(1024, 8192)",
+                 "self.weight = nn.Parameter(torch.randn(8192, 8192))"),
+        4 * (8192 * 8192 + 1024 * 8192 + 1024), "bytes"),
+    "gemm_subtract_mean_lse_gelu_residual": (
+        _problem("F.gelu(torch.logsumexp(torch.mean(self.gemm(x) - self.subtract, dim=1, "
+                 "keepdim=True), dim=1, keepdim=True)) + x", "torch.randn(2048, 8192)",
+                 "self.gemm = nn.Linear(8192, 8192)\n"
+                 "self.subtract = nn.Parameter(torch.randn(8192))"),
+        4 * (8192 * 8192 + 2 * 2 * 2048 * 8192), "bytes"),
 }
 
 CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},

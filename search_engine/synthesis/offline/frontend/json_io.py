@@ -33,7 +33,7 @@ _FLOAT_ATTRS = ("beta", "threshold", "alpha", "slope", "lo", "hi", "exponent", "
 _DIM_ATTRS = ("dims", "in_shape", "stride", "padding", "dilation", "output_padding", "kernel",
               "perm")
 _BOOL_ATTRS = ("keepdim", "temp", "transposed", "ceil_mode", "count_include_pad", "causal",
-               "scalar", "adaptive", "additive_mask")
+               "scalar", "adaptive", "additive_mask", "column_sums")
 _INT_ATTRS = ("groups", "dim", "start", "step", "size")
 _MODES = ("max", "avg", "sum", "prod", "min", "argmax", "argmin", "logsumexp",
           "constant", "reflect", "replicate", "circular")  # the last four: pad modes

@@ -17,6 +17,7 @@ from search_engine.synthesis.offline.frontend.ir import (
     LEAVES, REDUCTIONS, STAGED_OPS, Analysis, IRNode, pruned,
 )
 from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown, graph_from_json
+from search_engine.synthesis.offline.plan.algebra import simplified
 from search_engine.synthesis.offline.plan.stages import (
     ANCHOR_OPS, INDEX_OPS, POINTWISE_OPS, REDUCE_OPS,
 )
@@ -48,7 +49,7 @@ def analysis_from_json(data: Any) -> Analysis:
 def classify(all_nodes: dict[int, IRNode], output: int, input_count: int,
              op_names: list[str], input_names: list[str], output_dtype: str) -> Analysis:
     """The family of the graph that computes `output` (pure: no problem code runs)."""
-    nodes = pruned(all_nodes, output)
+    nodes, output = simplified(pruned(all_nodes, output), output)
     if needs_staging(nodes):
         return classify_staged(nodes, output, input_count, op_names, input_names, output_dtype)
     try:

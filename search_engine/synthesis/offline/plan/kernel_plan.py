@@ -141,6 +141,9 @@ def _staged_plan(an: Analysis) -> KernelPlan:
     stages = plan(an)
     stored = {s.sink for s in stages}
     notes = []
+    if any(n.attrs.get("column_sums") for n in an.nodes.values()):
+        notes.append("a sum over a GEMM's output columns is computed as x times the weight's "
+                     "column sums (exact up to rounding order): no GEMM runs")
     viewed = output_view_of(an, stages)
     if viewed is not None:
         stages = stages[:-1]

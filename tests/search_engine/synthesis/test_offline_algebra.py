@@ -1,0 +1,89 @@
+"""Exact rewrites before planning (`plan/algebra.py`): a sum over a GEMM's output columns
+becomes a product with the weight's column sums (no GEMM left), a reduction over unit dims
+is its input; where the algebra does not hold, the graph is left as it was."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
+from search_engine.synthesis.offline.plan.algebra import simplified
+from search_engine.synthesis.offline.plan.classify import analysis_from_json
+from search_engine.synthesis.offline.plan.kernel_plan import kernel_plan
+from search_engine.synthesis.offline.spaces import staged
+
+from .conftest import run_candidate
+from .test_offline_staged import local_analysis, problem
+
+LINEAR = "self.linear = nn.Linear(20, 13)\nself.sub = nn.Parameter(torch.randn(13))"
+
+
+def _ops(an) -> list[str]:
+    return [n.op for n in an.topo()]
+
+
+def _render_and_run(source, tmp_path):
+    an = local_analysis(source)
+    candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    return an, expected, got
+
+
+@pytest.mark.parametrize("forward,inputs,args", [
+    # KernelBench's Gemm + Divide + Sum + Scaling
+    ("torch.sum(self.linear(x) / 2.0, dim=1, keepdim=True) * 1.5", "torch.randn(9, 20)", "x"),
+    # Gemm + Subtract + GlobalAvgPool + LogSumExp + GELU + residual
+    ("F.gelu(torch.logsumexp(torch.mean(self.linear(x) - self.sub, dim=1, keepdim=True), "
+     "dim=1, keepdim=True)) + x", "torch.randn(9, 20)", "x"),
+    # a plain weight, a batched input, the sum dropping its dim
+    ("torch.sum(x @ w, dim=-1)", "torch.randn(3, 5, 20), torch.randn(20, 13)", "x, w"),
+    # the GEMM on the right of a subtraction, then negated and scaled by a per-row factor
+    ("(-(2.0 - self.linear(x)) * s).mean(-1)", "torch.randn(9, 20), torch.randn(9, 1)",
+     "x, s"),
+    # a bias that is already per row (broadcast over the columns)
+    ("torch.sum(self.linear(x) + b, dim=1)", "torch.randn(9, 20), torch.randn(9, 1)", "x, b"),
+])
+def test_a_sum_over_a_gemms_columns_is_no_gemm_and_correct(forward, inputs, args, tmp_path):
+    source = problem(LINEAR, forward, inputs, args)
+    an, expected, got = _render_and_run(source, tmp_path)
+    assert "matmul" not in _ops(an), _ops(an)
+    assert any("no GEMM runs" in note for note in kernel_plan(an).notes)  # said to the user
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("forward", [
+    "torch.sum(self.linear(x), dim=0)",                          # over the rows, not columns
+    "torch.sum(torch.relu(self.linear(x)), dim=1)",              # not linear
+    "(lambda y: torch.sum(y * y, dim=1))(self.linear(x))",       # the GEMM read twice
+    "(lambda y: torch.sum(y, dim=1) + y[:, 0])(self.linear(x))",  # its output used beside
+    "torch.sum(self.linear(x) * self.sub, dim=1)",               # a factor varying by column
+    "torch.sum(self.linear(x) / (self.sub + 3.0), dim=1)",
+])
+def test_where_the_algebra_does_not_hold_the_gemm_stays(forward, tmp_path):
+    source = problem(LINEAR, forward, "torch.randn(9, 20)")
+    an = local_analysis(source)
+    assert "matmul" in _ops(an)
+
+
+def test_a_reduction_of_an_already_reduced_value_is_its_input(tmp_path):
+    source = problem("", "torch.logsumexp(torch.amax(torch.sum(x, dim=1, keepdim=True), "
+                     "dim=1, keepdim=True), dim=1)", "torch.randn(6, 11)")
+    an, expected, got = _render_and_run(source, tmp_path)
+    assert _ops(an).count("sum") == 1 and "max" not in _ops(an)  # the row sum alone
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_the_rewrite_is_stable_through_the_sandboxs_json():
+    """The sandbox classifies (and so rewrites) before it answers; the host classifies the
+    answer again: the second pass finds nothing to do and the graph is the same."""
+    source = problem(LINEAR, "torch.sum(self.linear(x) - self.sub, dim=1, keepdim=True)",
+                     "torch.randn(9, 20)")
+    an = local_analysis(source)
+    again = analysis_from_json(analysis_to_json(an))
+    assert [(n.op, n.operands, n.shape) for n in again.topo()] == \
+        [(n.op, n.operands, n.shape) for n in an.topo()]
+    assert simplified(an.nodes, an.output) == (an.nodes, an.output)
+    assert list(an.nodes) == list(range(len(an.nodes)))
+    inputs = [n.attrs["index"] for n in an.topo() if n.op == "input"]
+    assert inputs == sorted(inputs)
