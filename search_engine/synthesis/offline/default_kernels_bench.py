@@ -182,6 +182,14 @@ PROBLEMS = {
                  "self.gemm = nn.Linear(8192, 8192)\n"
                  "self.subtract = nn.Parameter(torch.randn(8192))"),
         4 * (8192 * 8192 + 2 * 2 * 2048 * 8192), "bytes"),
+    # a channel mean of a transposed conv (KernelBench L2 13's pattern): one output channel
+    # whose filter sums the 64 (plan/algebra.py); work is the reference conv's FLOPs
+    "conv_transpose3d_mean_softmax": (
+        _problem("torch.tanh(torch.softmax(torch.mean(self.deconv(x), dim=1, keepdim=True) "
+                 "+ self.bias, dim=1)) * 2.0", "torch.randn(16, 32, 16, 32, 32)",
+                 "self.deconv = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, "
+                 "output_padding=1)\nself.bias = nn.Parameter(torch.randn(1, 1, 1, 1, 1))"),
+        _conv_flops(16, 64, 32, (3, 3, 3), (16, 32, 32)), "flops"),
 }
 
 CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},

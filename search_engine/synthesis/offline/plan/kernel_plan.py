@@ -142,8 +142,9 @@ def _staged_plan(an: Analysis) -> KernelPlan:
     stored = {s.sink for s in stages}
     notes = []
     if any(n.attrs.get("column_sums") for n in an.nodes.values()):
-        notes.append("a sum over a GEMM's output columns is computed as x times the weight's "
-                     "column sums (exact up to rounding order): no GEMM runs")
+        notes.append("a sum over a GEMM's output columns or a convolution's output channels "
+                     "is computed from the weight's summed columns or filters (exact up to "
+                     "rounding order): no full GEMM or convolution runs")
     viewed = output_view_of(an, stages)
     if viewed is not None:
         stages = stages[:-1]
