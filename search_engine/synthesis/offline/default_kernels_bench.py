@@ -190,6 +190,12 @@ PROBLEMS = {
                  "self.deconv = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, "
                  "output_padding=1)\nself.bias = nn.Parameter(torch.randn(1, 1, 1, 1, 1))"),
         _conv_flops(16, 64, 32, (3, 3, 3), (16, 32, 32)), "flops"),
+    # a pool whose windows tile the conv's output (KernelBench L2 35's pattern): since
+    # 2026-12-07 in the conv's kernel, which stores the pooled tensor only (plan.fused_pool)
+    "conv2d_hardswish_maxpool_mish": (
+        _problem("F.mish(F.max_pool2d(F.hardswish(self.conv(x) - 0.5), 2))",
+                 "torch.randn(64, 32, 128, 128)", "self.conv = nn.Conv2d(32, 64, 3)"),
+        _conv_flops(64, 64, 32, (3, 3), (126, 126)), "flops"),
 }
 
 CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},

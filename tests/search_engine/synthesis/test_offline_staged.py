@@ -17,6 +17,7 @@ from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.frontend.json_io import analysis_to_json
 from search_engine.synthesis.offline.frontend.trace import trace_module
 from search_engine.synthesis.offline.plan.classify import analysis_from_json
+from search_engine.synthesis.offline.plan.kernel_plan import kernel_plan
 from search_engine.synthesis.offline.spaces import staged
 
 from .conftest import load_problem, run_candidate
@@ -376,3 +377,50 @@ def test_depthwise_convs_keep_the_flat_loop():
     an = local_analysis(source)
     params = {**staged.default_params(an, "interpreter", "strict"), "CONV_LOOP": 2}
     assert "for tap in range(" not in staged.render(source, an, params)
+
+
+POOLED_CONVS = {
+    # KernelBench L2 35's pattern: conv, pointwise, max pool, pointwise after it
+    "max_then_mish": ("self.conv = nn.Conv2d(16, 8, 3)",
+                      "F.mish(F.max_pool2d(F.hardswish(self.conv(x) - 0.5), 2))",
+                      "torch.randn(2, 16, 9, 11)"),  # a 7x9 output: the last row/col dropped
+    "conv3d_max": ("self.conv = nn.Conv3d(3, 6, 3, padding=1)", "F.max_pool3d(self.conv(x), 2)",
+                   "torch.randn(2, 3, 4, 6, 5)"),
+    "transposed_avg_bias": ("self.conv = nn.ConvTranspose2d(16, 5, 3, stride=2, padding=1)\n"
+                            "self.bias = nn.Parameter(torch.randn(5, 1, 1))",
+                            "F.avg_pool2d(torch.tanh(self.conv(x)), 2) + self.bias",
+                            "torch.randn(2, 16, 5, 4)"),
+    "window_16": ("self.conv = nn.Conv2d(4, 6, 3)", "torch.sigmoid(F.avg_pool2d(self.conv(x), 4))",
+                  "torch.randn(2, 4, 14, 11)"),
+}
+
+
+@pytest.mark.parametrize("loop", [0, 1, 2, 3])
+@pytest.mark.parametrize("name", sorted(POOLED_CONVS))
+def test_a_pool_whose_windows_tile_the_conv_output_is_in_the_conv_kernel(name, loop, tmp_path):
+    """The conv's rows walk whole pool windows; each is reduced in registers and only the
+    pooled tile is stored: one kernel, correct under every K loop."""
+    init, forward, inputs = POOLED_CONVS[name]
+    source = problem(init, forward, inputs)
+    an = local_analysis(source)
+    params = {**staged.default_params(an, "interpreter", "strict"), "CONV_LOOP": loop}
+    candidate = staged.render(source, an, params)
+    assert candidate.count("@triton.jit") == 1 and "pooling fused" in str(kernel_plan(an))
+    expected, got, launched = run_candidate(source, candidate, tmp_path)
+    assert launched == ["kh_stage0_conv"]
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("forward", [
+    "F.max_pool2d(self.conv(x), 3, stride=2)",             # overlapping windows
+    "F.max_pool2d(self.conv(x), 2, padding=1)",            # padded
+    "F.avg_pool2d(self.conv(x), (1, 3))",                  # a window of 3 taps
+    "(lambda y: F.max_pool2d(y, 2).sum() + y.sum())(self.conv(x))",  # the conv read twice
+])
+def test_a_pool_that_does_not_tile_the_conv_output_keeps_its_kernel(forward, tmp_path):
+    source = problem("self.conv = nn.Conv2d(3, 4, 3)", forward, "torch.randn(2, 3, 10, 9)")
+    an = local_analysis(source)
+    assert "pooling fused" not in str(kernel_plan(an))
+    candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)

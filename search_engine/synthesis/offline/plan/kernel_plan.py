@@ -182,6 +182,9 @@ def _stage_group(an: Analysis, k: int, stage: Stage, stored: set[int],
         layout += [f"operand {an.nodes[r].op} read as a strided view (no copy)"
                    for r in anchor.refs() if r not in stored and (an.nodes[r].op in VIEW_OPS or (
                        an.nodes[r].op == "slice" and anchor.op in STRIDED_OPERAND_DOTS))]
+    if stage.pool is not None:
+        layout.append("pooling fused: a program's rows are whole pool windows, reduced in "
+                      "registers before the one store (the conv's output is never written)")
     readers = {n.op for n in an.nodes.values() if stage.anchor in n.refs()}
     if pattern == "pointwise" and stage.sink != an.output and readers & set(DOT_OPS):
         layout.append("stored first: an operand a later dot kernel reads")

@@ -30,6 +30,10 @@ class Stage:
     anchor: int  # the anchor (or the pointwise node) this stage computes
     sink: int  # the node it stores (the anchor, or the end of its fused epilogue)
     epilogue: list[int] = field(default_factory=list)
+    # a conv's pooling fused into its kernel (`fused_pool`): the pool node, and the value it
+    # pools (the end of the conv's own epilogue), which is never stored
+    pool: int | None = None
+    pooled: int | None = None
 
 
 def users(nodes: dict[int, IRNode]) -> dict[int, list[int]]:
@@ -43,12 +47,19 @@ def users(nodes: dict[int, IRNode]) -> dict[int, list[int]]:
 def plan(an: Analysis) -> list[Stage]:
     """The stages in topological order; which nodes are stored."""
     nodes, used_by = an.nodes, users(an.nodes)
-    stages, stored = [], set()
+    stages, stored, absorbed = [], set(), set()
     for node in an.topo():
-        if node.op not in ANCHOR_OPS:
+        if node.op not in ANCHOR_OPS or node.id in absorbed:
             continue
         sink, epilogue = fused_epilogue(nodes, used_by, node.id, an.output, stored)
-        stages.append(Stage(node.id, sink, epilogue))
+        pool = fused_pool(nodes, used_by, node, sink, an.output)
+        if pool is None:
+            stages.append(Stage(node.id, sink, epilogue))
+        else:  # the pool and its own epilogue follow in the conv's kernel
+            pooled = sink
+            sink, after = fused_epilogue(nodes, used_by, pool, an.output, stored)
+            stages.append(Stage(node.id, sink, epilogue + [pool] + after, pool, pooled))
+            absorbed.add(pool)
         stored.add(sink)
     for node in an.topo():  # dot operands computed by pointwise ops are stored first
         if node.op in ("conv", "matmul", "attention"):
@@ -82,6 +93,33 @@ def fused_epilogue(nodes, used_by, anchor: int, output: int,
         exits = [r for r in region if r == output or any(u not in region for u in used_by[r])]
         if len(exits) == 1:
             best = (exits[0], list(order))
+
+
+# a fused pool's window (taps): a power of two, so a program's rows are whole windows
+FUSED_POOL_MAX_WINDOW = 64
+
+
+def fused_pool(nodes, used_by, conv: IRNode, sink: int, output: int) -> int | None:
+    """The pool a conv's kernel computes too, or None: a max or average pool over the conv's
+    spatial dims whose windows tile its output (stride = kernel, no padding or dilation, a
+    power-of-two window), reading the conv's epilogue result and nothing else reads that. The
+    conv then stores the pooled tensor, a window's size times smaller, instead of writing its
+    output for a pool kernel to read back."""
+    if conv.op != "conv" or sink == output or len(used_by[sink]) != 1:
+        return None
+    pool = nodes[used_by[sink][0]]
+    at = pool.attrs
+    if pool.op != "pool" or at.get("mode") not in ("max", "avg") or at.get("adaptive") \
+            or at.get("divisor") is not None or pool.refs() != [sink]:
+        return None
+    kernel = tuple(at.get("kernel", ()))
+    window = math.prod(kernel)
+    if len(conv.shape) != len(kernel) + 2 or tuple(at.get("stride", ())) != kernel \
+            or any(at.get("padding", ())) or any(d != 1 for d in at.get("dilation", ())) \
+            or window & (window - 1) or not 1 < window <= FUSED_POOL_MAX_WINDOW:
+        return None
+    tiled = tuple(conv.shape[:2]) + tuple(o // k for o, k in zip(conv.shape[2:], kernel))
+    return pool.id if tuple(pool.shape) == tiled else None
 
 
 def _joins_epilogue(nodes, node: IRNode, region: set[int], shape, stored: set[int]) -> bool:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 
+from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.staged_context import (
-    dot_precision, finish_dot_stage, p2, unravel,
+    dot_precision, finish_dot_stage, kernel_source, launch, p2, store_epilogue, unravel,
 )
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
@@ -46,13 +47,18 @@ def write(ctx, stage, name):
     p = ctx.params
     loop = conv_loop(p, cin_g)
     strides, spatial = tuple(at["stride"]), tuple(out_shape[2:])
+    pool = ctx.nodes[stage.pool] if stage.pool is not None else None
+    window = tuple(pool.attrs["kernel"]) if pool is not None else ()
     # a strided transposed conv, taps outer: one output phase (o mod stride) per program, so
     # a tap either feeds the whole tile or none of it (skipped, instead of masked MMAs)
-    phased = at["transposed"] and loop != FLAT_K and any(s > 1 for s in strides)
-    rows = (out_shape[0],) + (tuple(-(-o // s) for o, s in zip(spatial, strides)) if phased
-                              else spatial)
+    phased = pool is None and at["transposed"] and loop != FLAT_K and any(s > 1 for s in strides)
+    if pool is not None:  # rows walk whole pool windows: (batch, pooled position, tap)
+        rows = (out_shape[0],) + tuple(pool.shape[2:]) + window
+    else:
+        rows = (out_shape[0],) + (tuple(-(-o // s) for o, s in zip(spatial, strides)) if phased
+                                  else spatial)
     m_total = math.prod(rows)
-    bm = max(16, min(p["BLOCK_M"], p2(m_total)))
+    bm = max(16, math.prod(window), min(p["BLOCK_M"], p2(m_total)))
     bn = max(16, min(p["BLOCK_N"], p2(cout_g)))
     bk = max(16, min(p["BLOCK_K"], p2(cin_g if loop != FLAT_K else k_total)))
     if loop in CHANNELS_LAST_LOOPS:  # the K tile's channels contiguous, B K-major
@@ -74,6 +80,8 @@ def write(ctx, stage, name):
     phase_idx = None
     if phased:
         o_idx, phase_idx = _phase_positions(body, strides, spatial, o_idx, phases)
+    if pool is not None:
+        o_idx = _window_positions(body, o_idx, window)
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
     shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at, pos[1:], phase_idx)
     if loop == FLAT_K:
@@ -88,8 +96,55 @@ def write(ctx, stage, name):
         body.append(f"acc += {expr.value(bias, ('co[None, :]',), 'nmask[None, :]')}")
     out_idx = (_col(n_idx), "co[None, :]", *(_col(o) for o in o_idx))
     grid = f"(triton.cdiv({m_total}, {bm}), triton.cdiv({cout_g}, {bn}), {groups * phases})"
+    consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+    if pool is not None:
+        return _finish_pooled(ctx, stage, name, expr, out_idx, grid, consts)
     return finish_dot_stage(ctx, stage, name, expr, out_idx, "cmask", "BLOCK_M, BLOCK_N",
-                                   grid, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})
+                            grid, consts)
+
+
+def _window_positions(body, idx, window) -> list[str]:
+    """The conv's output positions o = pooled position · window + tap, per spatial dim, from
+    the row index's (pooled..., taps...) parts."""
+    nd = len(window)
+    positions = []
+    for d, (q, t, k) in enumerate(zip(idx[:nd], idx[nd:], window)):
+        terms = ([f"{q} * {k}"] if q != "0" else []) + ([t] if t != "0" else [])
+        if not terms:
+            positions.append("0")
+            continue
+        body.append(f"o{d} = {' + '.join(terms)}")
+        positions.append(f"o{d}")
+    return positions
+
+
+def _finish_pooled(ctx, stage, name, expr, out_idx, grid, consts):
+    """The conv's epilogue up to the pool on `acc`, each window reduced in registers (its taps
+    are consecutive rows of the tile), then the pool's own epilogue and one store of the
+    pooled tile: the conv's full output is never written."""
+    pool = ctx.nodes[stage.pool]
+    window = math.prod(pool.attrs["kernel"])
+    body = expr.body
+    expr.subst[stage.anchor] = "acc"
+    expr.local |= {stage.pooled, *stage.epilogue}
+    value = expr.value(stage.pooled, out_idx, "cmask")
+    is_max = pool.attrs["mode"] == "max"
+    blank = codegen.lit(float("-inf")) if is_max else "0.0"
+    body.append(f"pv = tl.reshape(tl.where(cmask, {value}, {blank}), "
+                f"[BLOCK_M // {window}, {window}, BLOCK_N])")
+    body.append("pooled = tl.max(pv, axis=1)" if is_max
+                else f"pooled = tl.sum(pv, axis=1) * {codegen.lit(1.0 / window)}")
+    body.append(f"rq = pid_m * (BLOCK_M // {window}) + tl.arange(0, BLOCK_M // {window})")
+    body.append(f"qmask = rq < {math.prod((pool.shape[0], *pool.shape[2:]))}")
+    q = unravel(body, "rq", (pool.shape[0], *pool.shape[2:]), "q")
+    body.append("pmask = qmask[:, None] & nmask[None, :]")
+    idx = (_col(q[0]), "co[None, :]", *(_col(i) for i in q[1:]))
+    expr.cache, expr.subst[stage.pool] = {}, "pooled"  # loads after the pool: pooled indices
+    store_epilogue(ctx, expr, stage, idx, "pmask",
+                   f"tl.zeros([BLOCK_M // {window}, BLOCK_N], tl.float32)")
+    source = kernel_source(name, ctx, list(consts), expr.body)
+    return source, [launch(name, ctx, grid, consts, ctx.params["num_warps"],
+                           ctx.params["num_stages"])]
 
 
 def _phase_positions(body, strides, spatial, q_idx, phases):
