@@ -141,7 +141,8 @@ def kernel_costs(source: str, folder: Path, tag: str) -> list[dict]:
         ops.pop("NOP", None)
         row = {"kernel": name, "num_warps": warps, **_resources(compiled.asm["cubin"], folder),
                "instructions": sum(ops.values()), "global_loads": ops.get("LDG", 0),
-               "top": dict(ops.most_common(6))}
+               "top": dict(ops.most_common(6)), "mma": ops.get("HMMA", 0) + ops.get("HGMMA", 0),
+               "async_copies": ops.get("LDGSTS", 0)}
         if "BLOCK" in kwargs and kwargs["BLOCK"].isdigit():
             per_lane = max(int(kwargs["BLOCK"]) / (32 * warps), 1)
             row.update(block=int(kwargs["BLOCK"]),

@@ -424,3 +424,17 @@ def test_a_pool_that_does_not_tile_the_conv_output_keeps_its_kernel(forward, tmp
     candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
     expected, got, _ = run_candidate(source, candidate, tmp_path)
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_a_pool_the_conv_computes_gets_no_pool_moves():
+    """Its layout parameters would change nothing: the search spends no child on them."""
+    import random as _random
+
+    init, forward, inputs = POOLED_CONVS["max_then_mish"]
+    an = local_analysis(problem(init, forward, inputs))
+    moves = staged.ordered_moves(an, "memory", "strict", _random.Random(0))
+    assert "pool_row_taps" not in moves
+    own = local_analysis(problem("self.conv = nn.Conv2d(3, 4, 3)",
+                                 "F.max_pool2d(self.conv(x), 3, stride=2)",
+                                 "torch.randn(2, 3, 10, 9)"))
+    assert staged.ordered_moves(own, "memory", "strict", _random.Random(0))[0] == "pool_row_taps"

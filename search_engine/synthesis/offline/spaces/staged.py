@@ -10,6 +10,7 @@ from typing import Any
 
 from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401 (its families)
+from search_engine.synthesis.offline.plan.stages import plan
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
 from search_engine.synthesis.offline.writers.pooling import ROW_TAPS
@@ -78,7 +79,10 @@ def pool_tile_default(an: Analysis) -> int:
 
 
 def _pools(an: Analysis) -> list:
-    return [n for n in an.nodes.values() if n.op == "pool"]
+    """The pools with kernels of their own (not those a conv's kernel computes)."""
+    pools = [n for n in an.nodes.values() if n.op == "pool"]
+    fused = {s.pool for s in plan(an)} if pools else set()
+    return [n for n in pools if n.id not in fused]
 
 
 def clamp(an: Analysis, params: dict[str, Any]) -> dict[str, Any]:
