@@ -19,7 +19,7 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3)
-        self.pool = nn.MaxPool2d(2)
+        self.pool = nn.MaxPool2d(3, stride=2)  # overlapping windows: a kernel of its own
 
     def forward(self, x):
         return self.pool(torch.relu(self.conv(x)))

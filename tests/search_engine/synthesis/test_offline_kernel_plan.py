@@ -30,8 +30,12 @@ CONV_EPILOGUE = problem("self.conv = nn.Conv2d(3, 5, 3)", "torch.relu(self.conv(
 GROUPNORM = problem("self.gn = nn.GroupNorm(3, 6)", "self.gn(x)", "torch.randn(2, 6, 3, 5)")
 GROUPNORM_LONG_ROWS = problem("self.gn = nn.GroupNorm(2, 4)", "self.gn(x)",
                               "torch.randn(1, 4, 72, 64)")
-CONV_POOL = problem("self.conv = nn.Conv2d(3, 4, 3)\nself.pool = nn.MaxPool2d(2)",
+# overlapping windows: the pool keeps a kernel of its own
+CONV_POOL = problem("self.conv = nn.Conv2d(3, 4, 3)\nself.pool = nn.MaxPool2d(3, stride=2)",
                     "self.pool(torch.sigmoid(self.conv(x)))", "torch.randn(2, 3, 8, 8)")
+# windows that tile the conv's output: the conv's kernel pools (plan.stages.fused_pool)
+CONV_POOL_TILED = problem("self.conv = nn.Conv2d(3, 4, 3)\nself.pool = nn.MaxPool2d(2)",
+                          "self.pool(torch.sigmoid(self.conv(x)))", "torch.randn(2, 3, 8, 8)")
 EINSUM_VIEW = problem("", "torch.einsum('bijl,lk->bijk', a, b)",
                       "torch.randn(2, 3, 5, 8), torch.randn(8, 6)", "a, b")
 UNBATCHED_CONV = problem("self.w = nn.Parameter(torch.randn(4, 3, 3))", "F.conv1d(x, self.w)",
@@ -128,9 +132,9 @@ def test_coverage_of_a_covered_problem_carries_its_plan_as_json():
 
 
 @pytest.mark.parametrize("source", [GEMM_BIAS_RELU, SOFTMAX, GEMM_LOGSUMEXP, CONV_EPILOGUE,
-                                    GROUPNORM, CONV_POOL, EINSUM_VIEW],
+                                    GROUPNORM, CONV_POOL, CONV_POOL_TILED, EINSUM_VIEW],
                          ids=["gemm_bias_relu", "softmax", "gemm_logsumexp", "conv_epilogue",
-                              "groupnorm", "conv_pool", "einsum_view"])
+                              "groupnorm", "conv_pool", "conv_pool_tiled", "einsum_view"])
 def test_the_candidate_launches_the_plans_kernels_in_its_order(source, run):
     an = traced_analysis(source)
     module = family_module(an)
