@@ -114,3 +114,17 @@ def test_the_rewrite_is_stable_through_the_sandboxs_json():
     assert list(an.nodes) == list(range(len(an.nodes)))
     inputs = [n.attrs["index"] for n in an.topo() if n.op == "input"]
     assert inputs == sorted(inputs)
+
+
+def test_the_callers_graph_is_left_as_it_was():
+    from search_engine.synthesis.offline.frontend.trace import trace_module
+
+    from .conftest import load_problem
+
+    source = problem(LINEAR, "torch.sum(self.linear(x) * 2.0, dim=1)", "torch.randn(9, 20)")
+    traced = trace_module(load_problem(source))
+    before = [(n.id, n.op, list(n.operands), n.shape, dict(n.attrs)) for n in traced.topo()]
+    nodes, output = simplified(traced.nodes, traced.output)
+    assert "matmul" not in [n.op for n in nodes.values()]
+    assert [(n.id, n.op, list(n.operands), n.shape, dict(n.attrs))
+            for n in traced.topo()] == before

@@ -25,12 +25,15 @@ import torch
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Const, IRNode, pruned
 
 UNIT_FOLDABLE = ("sum", "max", "min")
+ANCHORS = ("matmul", "conv")  # whose summed output features a rewrite removes
 _MAX_REWRITES = 64  # each rewrite removes a reduction or a matmul: a bound, never reached
 
 
 def simplified(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode], int]:
     """The graph with both rewrites applied until neither applies, renumbered in
     topological order; (nodes, output) themselves when nothing applied."""
+    if not _worth_a_pass(nodes):
+        return nodes, output
     graph = _Rewriter(nodes, output)
     changed = False
     for _ in range(_MAX_REWRITES):
@@ -40,11 +43,24 @@ def simplified(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode]
     return graph.result() if changed else (nodes, output)
 
 
+def _worth_a_pass(nodes: dict[int, IRNode]) -> bool:
+    """Whether either rewrite could apply (most graphs: no; the pass is then free)."""
+    ops = {n.op for n in nodes.values()}
+    return bool(ops & set(UNIT_FOLDABLE)) and (bool(ops & set(ANCHORS)) or any(
+        n.op in UNIT_FOLDABLE and n.attrs.get("dims")
+        and all(n.attrs.get("in_shape", ())[d] == 1 for d in n.attrs["dims"])
+        for n in nodes.values()))
+
+
+
 class _Rewriter:
     def __init__(self, nodes: dict[int, IRNode], output: int):
-        self.nodes = {i: copy.deepcopy(n) for i, n in nodes.items()}
+        self.nodes = dict(nodes)  # the caller's nodes until a rewrite applies (`_own`)
+        self.owned = False
         self.output = output
         self.order = {i: float(i) for i in nodes}  # where a node sits in the final numbering
+        self._users_of: dict[int, list[int]] | None = None  # caches, dropped on any change
+        self._below_anchor: set[int] | None = None
 
     # -- the rewrites ------------------------------------------------------------------
 
@@ -60,6 +76,7 @@ class _Rewriter:
                 continue
             if node.id == self.output and source.op in LEAVES:
                 continue  # the graph would be an identity, which no kernel computes
+            self._own()
             replacement = source.id
             if tuple(source.shape) != tuple(node.shape):
                 replacement = self._add("reshape", [source.id], node.shape, node.dtype,
@@ -76,8 +93,10 @@ class _Rewriter:
             found = self._feature_sum_chain(node)
             if found is None:
                 continue
+            self._own()
             anchor, chain = found
-            self._rewrite_feature_sum(node, anchor, chain)
+            self._rewrite_feature_sum(self.nodes[node.id], self.nodes[anchor.id],
+                                      [(self.nodes[link.id], at) for link, at in chain])
             self._renumber()
             return True
         return False
@@ -106,11 +125,12 @@ class _Rewriter:
                        if node.op == "matmul" else self._plain_conv(node, shape) and axis == 1)
         if not anchor_fits or len(self._users(node.id)) != 1:
             return None
+        if any(len(self._users(link.id)) != 1 for link, _ in chain):
+            return None
+        downstream = self._downstream(node.id)
         for link, position in chain:
-            if len(self._users(link.id)) != 1:
-                return None
             others = [a for i, a in enumerate(link.operands) if i != position]
-            if any(isinstance(a, int) and node.id in self._ancestors(a) for a in others):
+            if any(isinstance(a, int) and a in downstream for a in others):
                 return None  # the anchor's output reaches the sum twice: not linear in it
         return node, chain[::-1]
 
@@ -221,19 +241,47 @@ class _Rewriter:
         return dim < 0 or node.shape[dim] == 1
 
     def _reaches_anchor(self, node_id: int) -> bool:
-        return any(self.nodes[i].op in ("matmul", "conv") for i in self._ancestors(node_id))
+        """Whether a GEMM or convolution is among `node_id`'s inputs (or is it)."""
+        if self._below_anchor is None:
+            below = set()
+            for node in self._in_order():
+                if node.op in ANCHORS or any(r in below for r in node.refs()):
+                    below.add(node.id)
+            self._below_anchor = below
+        return node_id in self._below_anchor
 
-    def _ancestors(self, node_id: int) -> set[int]:
-        return set(pruned(self.nodes, node_id))
+    def _downstream(self, node_id: int) -> set[int]:
+        """The nodes that read `node_id`, directly or not."""
+        seen, stack = set(), [node_id]
+        while stack:
+            for user in self._users(stack.pop()):
+                if user >= 0 and user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+        return seen
 
     def _users(self, node_id: int) -> list[int]:
-        users = [n.id for n in self.nodes.values() if node_id in n.refs()]
-        return users + ([-1] if node_id == self.output else [])
+        if self._users_of is None:
+            self._users_of = {i: [] for i in self.nodes}
+            for node in self.nodes.values():
+                for ref in set(node.refs()):
+                    self._users_of[ref].append(node.id)
+        return self._users_of[node_id] + ([-1] if node_id == self.output else [])
+
+    def _own(self) -> None:
+        """Copies of the nodes, before the first change: the caller's graph stays as it was."""
+        if not self.owned:
+            self.nodes = {i: copy.deepcopy(n) for i, n in self.nodes.items()}
+            self.owned = True
+
+    def _changed(self) -> None:
+        self._users_of = self._below_anchor = None
 
     def _in_order(self) -> list[IRNode]:
         return [self.nodes[i] for i in sorted(self.nodes, key=self.order.__getitem__)]
 
     def _add(self, op, operands, shape, dtype, at: float, **attrs) -> int:
+        self._changed()
         node_id = max(self.nodes) + 1
         self.nodes[node_id] = IRNode(node_id, op, list(operands), dict(attrs), tuple(shape),
                                      dtype)
@@ -249,6 +297,7 @@ class _Rewriter:
                          keepdim=keepdim, in_shape=tuple(node.shape), **marks)
 
     def _replace_uses(self, old: int, new: int) -> None:
+        self._changed()
         for node in self.nodes.values():
             node.operands = [new if a == old and isinstance(a, int) else a
                              for a in node.operands]
@@ -268,6 +317,7 @@ class _Rewriter:
             nodes[node.id] = node
         self.nodes, self.output = nodes, new_id[self.output]
         self.order = {i: float(i) for i in nodes}
+        self._changed()
 
     def result(self) -> tuple[dict[int, IRNode], int]:
         return self.nodes, self.output
