@@ -12,7 +12,9 @@ optionally over channels-last copies of the input and weight so each A row and B
 tile is contiguous (the K-major operands Hopper's tf32 MMAs take), or (3) taps × channel tiles
 flattened into one loop over those copies, which Triton can software-pipeline.
 Bias and the pointwise epilogue that follows (activations, scales, per-channel terms) are
-fused on the accumulator before the single store.
+fused on the accumulator before the single store. A pool whose windows tile the output
+(`plan.stages.fused_pool`) is fused too: the M rows walk (batch, pooled position, tap), so a
+tile holds whole windows, reduced in registers before the pool's own epilogue and the store.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import math
 
 from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.staged_context import (
-    dot_precision, finish_dot_stage, kernel_source, launch, p2, store_epilogue, unravel,
+    dot_precision, finish_dot_stage, p2, unravel,
 )
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 
@@ -140,11 +142,8 @@ def _finish_pooled(ctx, stage, name, expr, out_idx, grid, consts):
     body.append("pmask = qmask[:, None] & nmask[None, :]")
     idx = (_col(q[0]), "co[None, :]", *(_col(i) for i in q[1:]))
     expr.cache, expr.subst[stage.pool] = {}, "pooled"  # loads after the pool: pooled indices
-    store_epilogue(ctx, expr, stage, idx, "pmask",
-                   f"tl.zeros([BLOCK_M // {window}, BLOCK_N], tl.float32)")
-    source = kernel_source(name, ctx, list(consts), expr.body)
-    return source, [launch(name, ctx, grid, consts, ctx.params["num_warps"],
-                           ctx.params["num_stages"])]
+    return finish_dot_stage(ctx, stage, name, expr, idx, "pmask",
+                            f"BLOCK_M // {window}, BLOCK_N", grid, consts)
 
 
 def _phase_positions(body, strides, spatial, q_idx, phases):
