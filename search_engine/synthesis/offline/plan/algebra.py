@@ -23,6 +23,7 @@ import copy
 import torch
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Const, IRNode, pruned
+from search_engine.synthesis.offline.plan.stages import users
 
 UNIT_FOLDABLE = ("sum", "max", "min")
 ANCHORS = ("matmul", "conv")  # whose summed output features a rewrite removes
@@ -115,7 +116,7 @@ class _Rewriter:
         axis = dims[0]
         chain: list[tuple[IRNode, int]] = []
         node = source
-        while node.op not in ("matmul", "conv"):
+        while node.op not in ANCHORS:
             position = self._linear_position(node, shape, axis)
             if position is None:
                 return None
@@ -262,10 +263,7 @@ class _Rewriter:
 
     def _users(self, node_id: int) -> list[int]:
         if self._users_of is None:
-            self._users_of = {i: [] for i in self.nodes}
-            for node in self.nodes.values():
-                for ref in set(node.refs()):
-                    self._users_of[ref].append(node.id)
+            self._users_of = users(self.nodes)
         return self._users_of[node_id] + ([-1] if node_id == self.output else [])
 
     def _own(self) -> None:
