@@ -341,6 +341,16 @@ NEIGHBOURS = {
                        "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4},
                        "pointer_loads": {"TMA": 0}},
     **{name: CONV_NEIGHBOURS for name in CONVS},
+    # the pooled conv's tile: whole windows a tile, the window reduced in registers
+    "conv2d_hardswish_maxpool_mish": {
+        "m128_8w": {"BLOCK_M": 128, "num_warps": 8},
+        "m128_n128_8w": {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8},
+        "k32_s4": {"BLOCK_K": 32, "num_stages": 4}, "flat_taps": {"CONV_LOOP": 3},
+        "n128": {"BLOCK_N": 128}},
+    # the weight's column sums (a COLUMNS tile): outputs a program (BLOCK_R), warps
+    **{name: {"cols128": {"BLOCK_R": 128}, "cols512": {"BLOCK_R": 512},
+              "cols256_8w": {"num_warps": 8}}
+       for name in ("gemm_divide_sum_scaling", "gemm_subtract_mean_lse_gelu_residual")},
 }
 
 

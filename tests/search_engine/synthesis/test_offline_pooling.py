@@ -180,8 +180,17 @@ def test_small_windows_are_unrolled_with_their_bases_computed_once(name, tile, t
 def test_the_layout_default_is_the_measured_one_and_the_flat_block_is_capped():
     one_d = local_analysis(problem(*CASES["avg1d_overlapping_padded"]))
     two_d = local_analysis(problem(*CASES["max2d_pad_stride"]))
-    assert staged.default_params(one_d, "h200", "strict")["POOL_TILE"] == 1
+    one_d_params = staged.default_params(one_d, "h200", "strict")
+    assert (one_d_params["POOL_TILE"], one_d_params["num_warps"]) == (pooling.ROW_TAPS, 8)
     assert staged.default_params(two_d, "h200", "strict")["POOL_TILE"] == 0
+    assert staged.default_params(two_d, "h200", "strict")["num_warps"] == 4
+    # the interpreter keeps 4 warps; a conv beside a 1-D pool keeps the conv's warps
+    assert staged.default_params(one_d, "interpreter", "strict")["num_warps"] == 4
+    conv_pool = local_analysis(problem(
+        "self.c = nn.Conv1d(3, 8, 3)\nself.p = nn.MaxPool1d(3, stride=2)",
+        "self.p(self.c(x))", "torch.randn(2, 3, 64)"))
+    conv_params = staged.default_params(conv_pool, "h200", "strict")
+    assert (conv_params["POOL_TILE"], conv_params["num_warps"]) == (pooling.ROW_TAPS, 4)
     source = problem("self.p = nn.AvgPool2d(6)", "self.p(x)", "torch.randn(2, 3, 64, 64)")
     an = local_analysis(source)
     rendered = staged.render(source, an, {**staged.default_params(an, "h200", "strict"),
@@ -221,19 +230,21 @@ def test_the_flat_block_keeps_its_windows_within_the_l1_footprint(pool, shape, b
 @pytest.mark.parametrize("name", ["avg1d_overlapping_padded", "max3d_dilated_ceil"])
 def test_a_pool_short_of_bandwidth_tries_the_row_taps_first(name):
     """Diagnosed memory- or latency-bound, a pool's first move is the row-taps layout from
-    whichever layout it has (the flat 2-D/3-D default, the 1-D row tile); other
-    diagnoses reach it later, and a problem without a pool never."""
+    whichever other layout it has (the flat layout, the row tile); from the row taps (the
+    1-D default) it is not; other diagnoses reach it later, a problem without a pool never."""
     import random
 
     an = local_analysis(problem(*CASES[name]))
-    params = staged.default_params(an, "h200", "strict")
     rng = random.Random(0)
-    for diagnosis in ("memory", "latency"):
-        first = staged.ordered_moves(an, diagnosis, "strict", rng)[0]
-        assert first == "pool_row_taps"
-        moved = staged.apply_move(an, params, first)
-        assert moved["POOL_TILE"] == pooling.ROW_TAPS and staged.valid(an, moved)
-        assert staged.apply_move(an, moved, first) is None  # already there
+    for tile in (pooling.FLAT, pooling.ROW_TILE):
+        params = {**staged.default_params(an, "h200", "strict"), "POOL_TILE": tile}
+        for diagnosis in ("memory", "latency"):
+            first = staged.ordered_moves(an, diagnosis, "strict", rng, params)[0]
+            assert first == "pool_row_taps"
+            moved = staged.apply_move(an, params, first)
+            assert moved["POOL_TILE"] == pooling.ROW_TAPS and staged.valid(an, moved)
+            assert staged.apply_move(an, moved, first) is None  # already there
+            assert staged.ordered_moves(an, diagnosis, "strict", rng, moved)[0] != first
     assert "pool_row_taps" in staged.ordered_moves(an, "compute", "strict", rng)[1:]
     no_pool = local_analysis(problem("", "torch.relu(x)", "torch.randn(4, 8)"))
     assert "pool_row_taps" not in staged.ordered_moves(no_pool, "memory", "strict", rng)

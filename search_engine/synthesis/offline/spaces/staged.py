@@ -60,6 +60,8 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
               "SPLIT_R": 1024 if gpu else 1, "CONV_LOOP": 0,
               "PRECISION": "tf32" if policy in ("tf32", "bf16") else STRICT_DOT_PRECISION}
     params["POOL_TILE"] = pool_tile_default(an)
+    if gpu and params["POOL_TILE"] == ROW_TAPS and _only_pools(an):
+        params["num_warps"] = 8  # the row taps' measured width (pool_tile_default)
     if an.family == "conv":
         # the interpreter keeps its small tiles but walks the same K loop as the GPU
         gpu_defaults = CONV_TF32_GPU_DEFAULTS if params["PRECISION"] == "tf32" \
@@ -69,13 +71,21 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
 
 
 def pool_tile_default(an: Analysis) -> int:
-    """The row tile for 1-D pools, one lane per output for 2-D and 3-D ones: measured on
-    the H200 and the H100 (default_kernels_bench, 2026-12-05), the tile ran AvgPool1d 8/1/4
-    over 64x128x65536 1.9x faster than the flat default (2.0 against 3.8 ms on the H100)
-    and lost to the flat layout at 256-output blocks on MaxPool2d 4/2/1 (1.55 against 1.16
-    ms) and AvgPool2d 11 (8.4 against 7.2 ms)."""
+    """The row taps (a row of outputs, one lane each, tap by tap) for 1-D pools, one lane
+    per output for 2-D and 3-D ones. Measured on the H100 (default_kernels_bench,
+    2026-12-07, official sizes): row taps over 8 warps ran MaxPool1d 2.47 ms where the
+    row tile (POOL_TILE 1, the earlier 1-D default) ran 2.99 and compile 2.78, AvgPool1d
+    1.72 against 1.95 and 1.82; on MaxPool2d they tied the flat layout (0.99 ms both) and
+    on MaxPool3d won by 2 % (1.645 against 1.681), too little to move the 2-D and 3-D
+    default (AvgPool2d 11 ran slower in any row layout, 2026-12-05)."""
     pools = _pools(an)
-    return int(bool(pools) and all(len(n.attrs["kernel"]) == 1 for n in pools))
+    return ROW_TAPS if pools and all(len(n.attrs["kernel"]) == 1 for n in pools) else 0
+
+
+def _only_pools(an: Analysis) -> bool:
+    """Whether every kernel the plan launches is a pool's (warps then serve the pool alone)."""
+    stages = plan(an)
+    return bool(stages) and all(an.nodes[s.anchor].op == "pool" for s in stages)
 
 
 def _pools(an: Analysis) -> list:
@@ -110,7 +120,8 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
              "compute": ["CONV_LOOP+", "BLOCK_M+", "BLOCK_N+", "num_stages+", "BLOCK_K+"],
              "latency": ["num_warps-", "BLOCK_O-", "BLOCK_M-"]}.get(diagnosis, [])
     pools = bool(_pools(an))
-    if diagnosis in ("memory", "latency") and pools:
+    in_row_taps = params is not None and params.get("POOL_TILE") == ROW_TAPS
+    if diagnosis in ("memory", "latency") and pools and not in_row_taps:
         # a pool short of bandwidth is short of instructions (the flat layout's per-output
         # divisions, the row tile's reduction across its tap axis): the row taps first
         order = ["pool_row_taps", *order]

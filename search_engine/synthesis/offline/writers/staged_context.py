@@ -5,6 +5,7 @@ unravel a flat index, store a stage's epilogue, and write a kernel's source and 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
@@ -37,6 +38,17 @@ class Context:
         self._pointers, self._scalars = {}, {}
         self.kernel_params, self.call_args, self.prelude = [], [], []
         self.renamed, self.dense_leaves, self.dense = {}, False, set()
+
+    _KERNEL_STATE = ("_pointers", "_scalars", "kernel_params", "call_args", "prelude",
+                     "renamed", "dense_leaves", "dense")
+
+    def save(self) -> dict[str, Any]:
+        """The kernel's arguments so far, to put back after writing code that is thrown away."""
+        return {k: copy.copy(getattr(self, k)) for k in self._KERNEL_STATE}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        for key, value in saved.items():
+            setattr(self, key, value)
 
     def tensor(self, ref: int) -> str:
         """How forward() names a leaf or stored node."""

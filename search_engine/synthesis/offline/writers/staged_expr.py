@@ -30,6 +30,7 @@ class Expr:
         # a zero tile of the kernel's shape added to every load's offset, so a load whose
         # indices are all scalars (a channel's bias in a kernel of one row) is still a tile
         self.tile = ""
+        self.loads: list[tuple[int, tuple[str, ...]]] = []  # (tensor, index) of each load
 
     def var(self, code: str) -> str:
         self.counter += 1
@@ -56,6 +57,7 @@ class Expr:
 
     def load(self, ref: int, idx, mask) -> str:
         ptr = self.ctx.pointer(ref)
+        self.loads.append((ref, tuple(idx)))
         if self.offset(ref, idx) == "0":  # one element, the same for the whole tile
             return self.var(f"tl.load({ptr}).to(tl.float32)")
         offset = self.offset(ref, idx) + (f" + {self.tile}" if self.tile else "")

@@ -6,6 +6,7 @@ few outputs reduce many elements."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from search_engine.synthesis.offline.plan.stages import Stage
 from search_engine.synthesis.offline.writers import codegen
@@ -38,24 +39,28 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
 
     Few outputs over many elements (a GroupNorm's statistics, a loss) split the reduced
     range over SPLIT programs per output: partial results go to a small fp32 buffer that a
-    second kernel combines before the epilogue."""
+    second kernel combines before the epilogue. Where memory runs along the outputs (a
+    column sum of a row-major matrix) the tile is turned (`COLUMNS`) so a warp's lanes read
+    neighbouring outputs."""
     node = ctx.nodes[stage.anchor]
     src = node.refs()[0]
     in_shape = ctx.nodes[src].shape
     dims = tuple(node.attrs["dims"])
     kept = [d for d in range(len(in_shape)) if d not in dims]
     n_out, n_red = math.prod(node.shape), math.prod(in_shape[d] for d in dims)
-    block_o, block_r = reduction_tile(ctx.params, n_out, n_red)
     op = node.op
-    split = reduction_split(ctx.params, op, n_out, n_red, block_o, block_r)
-    chunk = -(-(-(-n_red // split)) // block_r) * block_r
     body = ["pid = tl.program_id(0).to(tl.int64)",
             "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
             f"omask = offs < {n_out}"]
     expr = Expr(ctx, body)
     out_idx = unravel(body, "offs", node.shape, "o")
     kept_idx = [out_idx[d] for d in kept] if node.attrs.get("keepdim") else list(out_idx)
-    body.extend(tile_start(op))
+    axes = COLUMNS if reads_along_outputs(ctx, src, in_shape, dims, kept_idx) else ROWS
+    block_o, block_r = (column_tile if axes is COLUMNS else reduction_tile)(
+        ctx.params, n_out, n_red)
+    split = reduction_split(ctx.params, op, n_out, n_red, block_o, block_r)
+    chunk = -(-(-(-n_red // split)) // block_r) * block_r
+    body.extend(tile_start(op, axes))
     if split > 1:
         body.append(f"r_start = tl.program_id(1).to(tl.int64) * {chunk}")
         body.append(f"for r_start0 in range(0, {chunk}, BLOCK_R):")
@@ -66,12 +71,12 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     start = "r_start + r_start0" if split > 1 else "r_start0"  # loop names no index shadows
     inner.append(f"rr = {start} + tl.arange(0, BLOCK_R).to(tl.int64)")
     inner.append(f"rmask = rr < {n_red}")
-    full = tile_index(inner, in_shape, dims, kept_idx)
-    inner.append("m2 = omask[:, None] & rmask[None, :]")
+    full = tile_index(inner, in_shape, dims, kept_idx, axes)
+    inner.append(f"m2 = omask{axes.kept} & rmask{axes.reduced}")
     v = expr.value(src, tuple(full), "m2")
-    inner.extend(accumulate(op, v))
+    inner.extend(accumulate(op, v, axes))
     body.extend("    " + line for line in inner)
-    body.extend(tile_finish(op))
+    body.extend(tile_finish(op, axes))
     consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
     warps = ctx.params["num_warps"]
     if split > 1:
@@ -85,20 +90,68 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
             [launch(name, ctx, grid, consts, warps)])
 
 
-# how a reduced dim's index is broadcast across a [BLOCK_O, BLOCK_R] tile (rows go down it)
-ACROSS = "[None, :]"
+@dataclass(frozen=True)
+class TileAxes:
+    """How a reduction's tile lies: the suffixes that put the outputs' (kept) and the
+    reduced indices on its axes, its shape, and the axis it is reduced across."""
+    kept: str
+    reduced: str
+    shape: str
+    axis: int
 
 
-def tile_index(lines: list[str], in_shape, dims, kept_idx) -> list[str]:
-    """The index of a reduction's input over a [BLOCK_O, BLOCK_R] tile: the kept dims from the
-    outputs' index (`kept_idx`, down the tile), the reduced ones unravelled from `rr` (the
-    variable `lines` already defines, across it)."""
+# outputs down the tile, reduced elements across it (Triton's lanes walk axis 1): memory
+# along the reduced elements (a row sum, a softmax's statistics)
+ROWS = TileAxes("[:, None]", "[None, :]", "[BLOCK_O, BLOCK_R]", 1)
+# the reduced elements down, outputs across: memory along the outputs (a sum over a matrix's
+# rows, a mean over the batch). On the H100 a weight's column sums (8192 x 8192 fp32) ran at
+# 1.6 TB/s in the ROWS tile, each lane of a warp reading its own row (default_kernels_bench
+# gemm_divide_sum_scaling, 2026-12-07)
+COLUMNS = TileAxes("[None, :]", "[:, None]", "[BLOCK_R, BLOCK_O]", 0)
+# how a reduced dim's index is broadcast across a rows tile (`staged_rows.py` reads it)
+ACROSS = ROWS.reduced
+
+
+def reads_along_outputs(ctx: Context, src: int, in_shape, dims, kept_idx) -> bool:
+    """Whether the reduction's loads walk memory along its outputs: each tensor it loads
+    (leaves taken row-major, as they almost always are) has its innermost varying index
+    from the outputs alone. Found by writing the loads once (the context's arguments put
+    back after)."""
+    saved = ctx.save()
+    probe = Expr(ctx, [])
+    lines: list[str] = []
+    probe.value(src, tuple(tile_index(lines, in_shape, dims, kept_idx)), "m2")
+    ctx.restore(saved)
+    along_outputs = along_reduced = 0
+    for ref, idx in probe.loads:
+        varying = [i for i, size in zip(idx, ctx.nodes[ref].shape) if size != 1 and i != "0"]
+        if not varying:
+            continue
+        if ROWS.reduced in varying[-1]:
+            along_reduced += 1
+        elif ROWS.kept in varying[-1]:
+            along_outputs += 1
+    return along_outputs > 0 and along_reduced == 0
+
+
+def column_tile(params, n_out: int, n_red: int) -> tuple[int, int]:
+    """(BLOCK_O, BLOCK_R) of a `COLUMNS` tile: BLOCK_R's value as the outputs' width (the
+    contiguous axis), as many reduced rows as fill `MAX_REDUCTION_TILE`."""
+    block_o = max(2, min(params["BLOCK_R"], p2(n_out)))
+    return block_o, max(2, min(MAX_REDUCTION_TILE // block_o, p2(n_red)))
+
+
+def tile_index(lines: list[str], in_shape, dims, kept_idx, axes: TileAxes = ROWS) -> list[str]:
+    """The index of a reduction's input over its tile: the kept dims from the outputs'
+    index (`kept_idx`), the reduced ones unravelled from `rr` (the variable `lines` already
+    defines), each on its axis of the tile (`axes`)."""
     red_idx = iter(unravel(lines, "rr", [in_shape[d] for d in dims], "r"))
     kept = iter(kept_idx)
     full = []
     for d in range(len(in_shape)):
         i = next(red_idx) if d in dims else next(kept)
-        full.append(i if i == "0" else (f"({i}){ACROSS}" if d in dims else f"({i})[:, None]"))
+        full.append(i if i == "0" else (f"({i}){axes.reduced}" if d in dims
+                                        else f"({i}){axes.kept}"))
     return full
 
 
@@ -174,15 +227,15 @@ _IDENTITY = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen
              "argmax": codegen.NEG_INF, "argmin": codegen.POS_INF}
 
 
-def tile_start(op: str) -> list[str]:
+def tile_start(op: str, axes: TileAxes = ROWS) -> list[str]:
     """Before the loop: the tile accumulator (and, for an arg-reduction, its indices)."""
-    lines = [f"acc_t = tl.full([BLOCK_O, BLOCK_R], {_IDENTITY[op]}, tl.float32)"]
+    lines = [f"acc_t = tl.full({axes.shape}, {_IDENTITY[op]}, tl.float32)"]
     if op in ("argmax", "argmin"):
-        lines.append("at_t = tl.zeros([BLOCK_O, BLOCK_R], tl.int64)")
+        lines.append(f"at_t = tl.zeros({axes.shape}, tl.int64)")
     return lines
 
 
-def accumulate(op: str, v: str) -> list[str]:
+def accumulate(op: str, v: str, axes: TileAxes = ROWS) -> list[str]:
     """One step: the tile's values (masked by `m2`) into the tile accumulator."""
     if op == "sum":
         return [f"acc_t += tl.where(m2, {v}, 0.0)"]
@@ -194,7 +247,7 @@ def accumulate(op: str, v: str) -> list[str]:
     better = ">" if op == "argmax" else "<"
     return [f"vals = tl.where(m2, {v}, {_IDENTITY[op]})",
             f"take = vals {better} acc_t",
-            "at_t = tl.where(take, rr[None, :], at_t)",
+            f"at_t = tl.where(take, rr{axes.reduced}, at_t)",
             "acc_t = tl.where(take, vals, acc_t)"]
 
 
@@ -206,16 +259,17 @@ def reduce_once(op: str, v: str) -> list[str]:
     return [f"acc = tl.{op}({values}, axis=1)"]
 
 
-def tile_finish(op: str) -> list[str]:
+def tile_finish(op: str, axes: TileAxes = ROWS) -> list[str]:
     """After the loop: `acc` per output (and `best`, the first index of the best value)."""
     if op == "sum":
-        return ["acc = tl.sum(acc_t, axis=1)"]
+        return [f"acc = tl.sum(acc_t, axis={axes.axis})"]
     if op == "prod":
-        return ["acc = tl.reduce(acc_t, 1, _kh_mul)"]
+        return [f"acc = tl.reduce(acc_t, {axes.axis}, _kh_mul)"]
     if op in ("max", "min"):
-        return [f"acc = tl.{op}(acc_t, axis=1)"]
-    return [f"acc = tl.{op[3:]}(acc_t, axis=1)",
-            "best = tl.min(tl.where(acc_t == acc[:, None], at_t, 9223372036854775807), axis=1)"]
+        return [f"acc = tl.{op}(acc_t, axis={axes.axis})"]
+    return [f"acc = tl.{op[3:]}(acc_t, axis={axes.axis})",
+            f"best = tl.min(tl.where(acc_t == acc{axes.kept}, at_t, 9223372036854775807), "
+            f"axis={axes.axis})"]
 
 
 def with_combine(op: str) -> str:
