@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from search_engine.synthesis.offline.spaces import staged
+from search_engine.synthesis.offline.writers import staged_writers
 
 from .conftest import run_candidate
 from .test_offline_staged import local_analysis, problem
@@ -42,6 +43,12 @@ ALONG_REDUCED = {
 # the GPU's wide defaults, a split over the reduced rows, and small tiles (masks everywhere)
 PARAMS = {"default": {}, "split": {"SPLIT_R": 1024, "BLOCK_R": 16},
           "small": {"BLOCK_R": 16, "BLOCK_O": 2}}
+
+
+@pytest.fixture(autouse=True)
+def _small_reductions_count(monkeypatch):
+    """The tests' reductions are tiny: let them take the columns tile as large ones do."""
+    monkeypatch.setattr(staged_writers, "MIN_COLUMNS_ELEMENTS", 1)
 
 
 def _render(source: str, extra: dict) -> str:
@@ -79,3 +86,13 @@ def test_reductions_along_the_reduced_elements_keep_the_rows_tile(name, tmp_path
     assert ROWS_TILE in candidate and COLUMNS_TILE not in candidate
     expected, got, _ = run_candidate(source, candidate, tmp_path)
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_a_small_reduction_keeps_the_rows_tile_and_its_many_programs(monkeypatch):
+    """Under MIN_COLUMNS_ELEMENTS read, the rows tile's programs (one per 4 outputs) win."""
+    monkeypatch.undo()
+    small = problem("", "torch.sum(x, dim=0)", "torch.randn(64, 864)")
+    large = problem("", "torch.sum(x, dim=0)", "torch.randn(2048, 864)")
+    for source, tile in ((small, ROWS_TILE), (large, COLUMNS_TILE)):
+        an = local_analysis(source)
+        assert tile in staged.render(source, an, staged.default_params(an, "h200", "strict"))

@@ -55,7 +55,8 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     expr = Expr(ctx, body)
     out_idx = unravel(body, "offs", node.shape, "o")
     kept_idx = [out_idx[d] for d in kept] if node.attrs.get("keepdim") else list(out_idx)
-    axes = COLUMNS if reads_along_outputs(ctx, src, in_shape, dims, kept_idx) else ROWS
+    axes = COLUMNS if n_out * n_red >= MIN_COLUMNS_ELEMENTS and \
+        reads_along_outputs(ctx, src, in_shape, dims, kept_idx) else ROWS
     block_o, block_r = (column_tile if axes is COLUMNS else reduction_tile)(
         ctx.params, n_out, n_red)
     split = reduction_split(ctx.params, op, n_out, n_red, block_o, block_r)
@@ -108,6 +109,11 @@ ROWS = TileAxes("[:, None]", "[None, :]", "[BLOCK_O, BLOCK_R]", 1)
 # 1.6 TB/s in the ROWS tile, each lane of a warp reading its own row (default_kernels_bench
 # gemm_divide_sum_scaling, 2026-12-07)
 COLUMNS = TileAxes("[None, :]", "[:, None]", "[BLOCK_R, BLOCK_O]", 0)
+# A reduction reading fewer elements is bound by its launch and its programs' latency, not
+# by how its loads coalesce: a transposed conv's 864 filter sums over 64 channels (55,296
+# elements) took 1.9 us in the rows tile's 216 programs and 23.8 us in 4 column programs
+# (H100, default_kernels_bench conv_transpose3d_mean_softmax, 2026-12-07)
+MIN_COLUMNS_ELEMENTS = 1 << 20
 # how a reduced dim's index is broadcast across a rows tile (`staged_rows.py` reads it)
 ACROSS = ROWS.reduced
 
