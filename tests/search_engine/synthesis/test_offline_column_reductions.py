@@ -25,6 +25,9 @@ ALONG_OUTPUTS = {
     "max_over_batch": problem("", "torch.amax(x, dim=(0, 1))", "torch.randn(3, 5, 6, 7)"),
     "prod_over_rows": problem("", "torch.prod(x * 0.1 + 1.0, dim=0)", "torch.randn(19, 33)"),
     "argmin_over_rows": problem("", "torch.argmin(x, dim=0)", "torch.randn(41, 20)"),
+    # ties everywhere: the first index of the best value, as torch returns
+    "argmax_ties_over_rows": problem("", "torch.argmax(torch.floor(x), dim=0)",
+                                     "torch.randn(67, 24)"),
     # the algebra pass: sum_j (x W^T)_ij needs W's column sums (L2 14's pattern)
     "linear_summed": problem("self.fc = nn.Linear(40, 48)",
                              "torch.sum(self.fc(x) / 2.0, dim=1, keepdim=True) * 1.5",
