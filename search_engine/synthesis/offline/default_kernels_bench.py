@@ -176,6 +176,13 @@ PROBLEMS = {
                  "torch.randn(1024, 8192)",
                  "self.weight = nn.Parameter(torch.randn(8192, 8192))"),
         4 * (8192 * 8192 + 1024 * 8192 + 1024), "bytes"),
+    # an average pool over a GEMM's columns (KernelBench L2 98's pattern): a GEMM 16 times
+    # narrower over window-summed weights (plan/algebra.py); work is the reference GEMM's
+    "gemm_avgpool_gelu_scale_max": (
+        _problem("torch.max(F.gelu(self.pool(self.gemm(x).unsqueeze(1)).squeeze(1)) * 2.0, "
+                 "dim=1).values", "torch.randn(1024, 8192)",
+                 "self.gemm = nn.Linear(8192, 8192)\nself.pool = nn.AvgPool1d(16)"),
+        2 * 1024 * 8192 * 8192, "flops"),
     "gemm_subtract_mean_lse_gelu_residual": (
         _problem("F.gelu(torch.logsumexp(torch.mean(self.gemm(x) - self.subtract, dim=1, "
                  "keepdim=True), dim=1, keepdim=True)) + x", "torch.randn(2048, 8192)",

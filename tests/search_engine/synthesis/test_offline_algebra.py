@@ -128,3 +128,42 @@ def test_the_callers_graph_is_left_as_it_was():
     assert "matmul" not in [n.op for n in nodes.values()]
     assert [(n.id, n.op, list(n.operands), n.shape, dict(n.attrs))
             for n in traced.topo()] == before
+
+
+POOLED = ("self.linear = nn.Linear(20, 18)\nself.pool = nn.AvgPool1d(4)\n"
+          "self.pool2d = nn.AvgPool1d(3, stride=3)\nself.b = nn.Parameter(torch.randn(18))")
+
+
+@pytest.mark.parametrize("forward,inputs,args,groups", [
+    # KernelBench L2 98's pattern: the pool over x.unsqueeze(1), then GELU, scale, max
+    ("torch.max(F.gelu(self.pool(self.linear(x).unsqueeze(1)).squeeze(1)) * 2.0, dim=1)"
+     ".values", "torch.randn(9, 20)", "x", 4),  # 18 columns: the last 2 dropped (floor)
+    # a plain weight, a bias and a per-row factor on the way, the pool over [C, L]
+    ("self.pool2d((x @ w + self.b) * s - 1.5)", "torch.randn(9, 20), torch.randn(20, 18), "
+     "torch.randn(9, 1)", "x, w, s", 6),
+    # a residual of the GEMM's width added before the pool
+    ("self.pool(((self.linear(x) + r) / 3.0).unsqueeze(1))", "torch.randn(9, 20), "
+     "torch.randn(9, 18)", "x, r", 4),
+])
+def test_an_average_pool_over_a_gemms_columns_is_a_narrower_gemm(forward, inputs, args,
+                                                                   groups, tmp_path):
+    source = problem(POOLED, forward, inputs, args)
+    an, expected, got = _render_and_run(source, tmp_path)
+    assert "pool" not in _ops(an)
+    matmul = next(n for n in an.topo() if n.op == "matmul")
+    assert matmul.shape[-1] == groups  # k times fewer columns
+    assert any("window average" in note for note in kernel_plan(an).notes)
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("forward", [
+    "self.pool(torch.relu(self.linear(x)).unsqueeze(1))",        # not linear
+    "F.avg_pool1d(self.linear(x).unsqueeze(1), 4, stride=2)",    # overlapping windows
+    "F.avg_pool1d(self.linear(x).unsqueeze(1), 4, padding=1)",   # padded
+    "F.max_pool1d(self.linear(x).unsqueeze(1), 4)",              # a max
+    "self.pool((self.linear(x) * self.b).unsqueeze(1))",         # a factor varying by column
+])
+def test_pools_the_algebra_does_not_cover_keep_the_gemm(forward):
+    an = local_analysis(problem(POOLED, forward, "torch.randn(9, 20)"))
+    assert "pool" in _ops(an) and next(
+        n for n in an.topo() if n.op == "matmul").shape[-1] == 18

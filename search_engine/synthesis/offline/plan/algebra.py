@@ -8,6 +8,9 @@ result does not need.
 - **A sum over a convolution's output channels** (a mean over dim 1) is likewise one
   convolution whose filter is the sum of all filters, with the biases summed: C_out times
   fewer multiply-adds and an output C_out times smaller.
+- **An average pool over a GEMM's output columns** whose windows tile them (stride =
+  kernel, no padding) is a GEMM with k times fewer columns: each window's weight columns
+  summed, its biases summed, the result divided by k (KernelBench's Matmul + AvgPool chains).
 - **A sum, max or min over dims that are all of size 1** is its input (a reshape when it
   drops them): a LogSumExp, max or mean after such a sum costs nothing.
 
@@ -38,7 +41,8 @@ def simplified(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode]
     graph = _Rewriter(nodes, output)
     changed = False
     for _ in range(_MAX_REWRITES):
-        if not (graph.fold_unit_reduction() or graph.sum_through_anchor()):
+        if not (graph.fold_unit_reduction() or graph.sum_through_anchor()
+                or graph.pool_through_gemm()):
             break
         changed = True
     return graph.result() if changed else (nodes, output)
@@ -47,6 +51,8 @@ def simplified(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode]
 def _worth_a_pass(nodes: dict[int, IRNode]) -> bool:
     """Whether either rewrite could apply (most graphs: no; the pass is then free)."""
     ops = {n.op for n in nodes.values()}
+    if "pool" in ops and "matmul" in ops:
+        return True
     return bool(ops & set(UNIT_FOLDABLE)) and (bool(ops & set(ANCHORS)) or any(
         n.op in UNIT_FOLDABLE and n.attrs.get("dims")
         and all(n.attrs.get("in_shape", ())[d] == 1 for d in n.attrs["dims"])
@@ -102,6 +108,20 @@ class _Rewriter:
             return True
         return False
 
+    def pool_through_gemm(self) -> bool:
+        for node in self._in_order():
+            found = self._pooled_gemm(node) if node.op == "pool" else None
+            if found is None:
+                continue
+            self._own()
+            source, (anchor, chain) = found
+            self._rewrite_pooled_gemm(self.nodes[node.id], self.nodes[source.id],
+                                      self.nodes[anchor.id],
+                                      [(self.nodes[link.id], at) for link, at in chain])
+            self._renumber()
+            return True
+        return False
+
     # -- a GEMM's output columns or a convolution's output channels, summed ----------------
 
     def _feature_sum_chain(self, total: IRNode):
@@ -109,11 +129,16 @@ class _Rewriter:
         float32 GEMM's last dim or a convolution's channels through ops linear in it, each
         with one user."""
         source = self.nodes[total.operands[0]]
-        shape = tuple(source.shape)
         dims = tuple(total.attrs["dims"])
-        if len(shape) < 2 or len(dims) != 1:
+        if len(source.shape) < 2 or len(dims) != 1:
             return None
-        axis = dims[0]
+        return self._linear_chain(source, dims[0])
+
+    def _linear_chain(self, source: IRNode, axis: int):
+        """(anchor, [(node, chain operand position)...] in graph order) when `source` is a
+        float32 GEMM's output (its last dim the `axis`) or a convolution's (its channels),
+        through ops linear in it along `axis`, each with one user."""
+        shape = tuple(source.shape)
         chain: list[tuple[IRNode, int]] = []
         node = source
         while node.op not in ANCHORS:
@@ -224,6 +249,88 @@ class _Rewriter:
         if dim < 0 or node.shape[dim] == 1:
             return self._add("mul", [term, Const(float(width))], node.shape, node.dtype, at)
         return self._reduce(node, (dim,), True, at)
+
+    # -- a GEMM's output columns averaged in windows that tile them ----------------------
+
+    def _pooled_gemm(self, pool: IRNode):
+        """(the GEMM chain's end, (anchor, chain)) when `pool` averages a float32 GEMM's
+        output columns (through `x.unsqueeze(-2)`) in windows that tile them."""
+        attrs = pool.attrs
+        kernel = tuple(attrs.get("kernel", ()))
+        if attrs.get("mode") != "avg" or len(kernel) != 1 or kernel[0] < 2:
+            return None
+        if (tuple(attrs.get("stride", ())) != kernel or any(attrs.get("padding", (0,)))
+                or any(d != 1 for d in attrs.get("dilation", (1,)))
+                or attrs.get("ceil_mode") or attrs.get("divisor")):
+            return None
+        if not isinstance(pool.operands[0], int):
+            return None
+        source = self.nodes[pool.operands[0]]
+        if source.op == "reshape" and len(self._users(source.id)) == 1:
+            # x.unsqueeze(1): the pool's one channel (an input of [C, L] is pooled as is)
+            view, source = source, self.nodes[source.operands[0]]
+            if tuple(view.shape) != tuple(source.shape[:-1]) + (1, source.shape[-1]):
+                return None
+        shape = tuple(source.shape)
+        if len(shape) != 2 or shape[-1] < kernel[0]:
+            return None
+        found = self._linear_chain(source, len(shape) - 1)
+        if found is None or found[0].op != "matmul":
+            return None
+        return source, found
+
+    def _rewrite_pooled_gemm(self, pool: IRNode, source: IRNode, anchor: IRNode,
+                             chain) -> None:
+        at = self.order[pool.id] - 0.5
+        k = pool.attrs["kernel"][0]
+        axis = len(anchor.shape) - 1
+        groups = anchor.shape[axis] // k
+        grouped = tuple(anchor.shape[:-1]) + (groups,)
+        # the added terms' window sums first, so the GEMM's epilogue can take the adds
+        terms = [self._window_sums(link.operands[1 - position], k, groups, at)
+                 if link.op in ("add", "sub") else None for link, position in chain]
+        value = self._grouped_matmul(anchor, k, groups, grouped, at)
+        for (link, position), term in zip(chain, terms):
+            operands = list(link.operands)
+            operands[position] = value
+            if term is not None:
+                operands[1 - position] = term
+            value = self._add(link.op, operands, grouped, torch.float32, at, **link.attrs)
+        mean = self._add("div", [value, Const(float(k))], grouped, torch.float32, at)
+        if tuple(pool.shape) != grouped:
+            mean = self._add("reshape", [mean], pool.shape, torch.float32, at)
+        self._replace_uses(pool.id, mean)
+
+    def _grouped_matmul(self, matmul: IRNode, k: int, groups: int, shape, at: float) -> int:
+        """A @ B' where B' sums each window of k of B's columns (A @ W.T: W's rows)."""
+        a, b = (self.nodes[i] for i in matmul.operands)
+        weight = self.nodes[b.operands[0]] if b.op == "transpose" else None
+        if weight is not None and len(weight.shape) == 2 and len(self._users(b.id)) == 1:
+            rows = self._window_sums(weight.id, k, groups, at, dim=0, column_sums=True)
+            summed = self._add("transpose", [rows], (weight.shape[1], groups),
+                               torch.float32, at)
+        else:
+            summed = self._window_sums(b.id, k, groups, at, dim=1, column_sums=True)
+        return self._add("matmul", [a.id, summed], shape, torch.float32, at)
+
+    def _window_sums(self, term, k: int, groups: int, at: float, dim: int | None = None,
+                     **marks):
+        """`term` summed over each window of k along `dim` (by default its last, which
+        broadcasts along the GEMM's columns): a term constant there is k times itself."""
+        if isinstance(term, Const):
+            return Const(term.value * k)
+        node = self.nodes[term]
+        if dim is None:
+            if not node.shape or node.shape[-1] == 1:
+                return self._add("mul", [term, Const(float(k))], node.shape, node.dtype, at)
+            dim = len(node.shape) - 1
+        shape = list(node.shape)
+        if shape[dim] != groups * k:  # a floor-mode pool drops the last partial window
+            shape[dim] = groups * k
+            term = self._add("slice", [term], shape, node.dtype, at, dim=dim, start=0, step=1)
+        split = tuple(shape[:dim]) + (groups, k) + tuple(shape[dim + 1:])
+        windows = self._add("reshape", [term], split, node.dtype, at)
+        return self._reduce(self.nodes[windows], (dim + 1,), False, at, **marks)
 
     # -- graph helpers -----------------------------------------------------------------
 

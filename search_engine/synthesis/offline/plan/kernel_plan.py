@@ -142,9 +142,10 @@ def _staged_plan(an: Analysis) -> KernelPlan:
     stored = {s.sink for s in stages}
     notes = []
     if any(n.attrs.get("column_sums") for n in an.nodes.values()):
-        notes.append("a sum over a GEMM's output columns or a convolution's output channels "
-                     "is computed from the weight's summed columns or filters (exact up to "
-                     "rounding order): no full GEMM or convolution runs")
+        notes.append("a sum or a window average over a GEMM's output columns, or a sum over "
+                     "a convolution's output channels, is computed from the weight's summed "
+                     "columns or filters (exact up to rounding order): no full GEMM or "
+                     "convolution runs")
     viewed = output_view_of(an, stages)
     if viewed is not None:
         stages = stages[:-1]
