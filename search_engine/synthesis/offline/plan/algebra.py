@@ -34,7 +34,7 @@ _MAX_REWRITES = 64  # each rewrite removes a reduction or a matmul: a bound, nev
 
 
 def simplified(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode], int]:
-    """The graph with both rewrites applied until neither applies, renumbered in
+    """The graph with the rewrites applied until none applies, renumbered in
     topological order; (nodes, output) themselves when nothing applied."""
     if not _worth_a_pass(nodes):
         return nodes, output
@@ -49,7 +49,7 @@ def simplified(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode]
 
 
 def _worth_a_pass(nodes: dict[int, IRNode]) -> bool:
-    """Whether either rewrite could apply (most graphs: no; the pass is then free)."""
+    """Whether any rewrite could apply (most graphs: no; the pass is then free)."""
     ops = {n.op for n in nodes.values()}
     if "pool" in ops and "matmul" in ops:
         return True
