@@ -59,7 +59,6 @@ def _worth_a_pass(nodes: dict[int, IRNode]) -> bool:
         for n in nodes.values()))
 
 
-
 class _Rewriter:
     def __init__(self, nodes: dict[int, IRNode], output: int):
         self.nodes = dict(nodes)  # the caller's nodes until a rewrite applies (`_own`)
@@ -94,30 +93,26 @@ class _Rewriter:
         return False
 
     def sum_through_anchor(self) -> bool:
+        return self._rewrite_first(
+            lambda n: self._feature_sum_chain(n)
+            if n.op == "sum" and isinstance(n.operands[0], int) else None,
+            self._rewrite_feature_sum)
+
+    def pool_through_gemm(self) -> bool:
+        return self._rewrite_first(lambda n: self._pooled_gemm(n) if n.op == "pool" else None,
+                                   self._rewrite_pooled_gemm)
+
+    def _rewrite_first(self, find, rewrite) -> bool:
+        """`rewrite(node, anchor, chain)` on the first node `find` gives an (anchor, chain)
+        for, on the graph's own copies of them; whether one was found."""
         for node in self._in_order():
-            if node.op != "sum" or not isinstance(node.operands[0], int):
-                continue
-            found = self._feature_sum_chain(node)
+            found = find(node)
             if found is None:
                 continue
             self._own()
             anchor, chain = found
-            self._rewrite_feature_sum(self.nodes[node.id], self.nodes[anchor.id],
-                                      [(self.nodes[link.id], at) for link, at in chain])
-            self._renumber()
-            return True
-        return False
-
-    def pool_through_gemm(self) -> bool:
-        for node in self._in_order():
-            found = self._pooled_gemm(node) if node.op == "pool" else None
-            if found is None:
-                continue
-            self._own()
-            source, (anchor, chain) = found
-            self._rewrite_pooled_gemm(self.nodes[node.id], self.nodes[source.id],
-                                      self.nodes[anchor.id],
-                                      [(self.nodes[link.id], at) for link, at in chain])
+            rewrite(self.nodes[node.id], self.nodes[anchor.id],
+                    [(self.nodes[link.id], at) for link, at in chain])
             self._renumber()
             return True
         return False
@@ -209,14 +204,9 @@ class _Rewriter:
         else:
             value = self._conv_channel_sums(anchor, unit, at)
         rank = len(anchor.shape)
-        for link, position in chain:
-            operands = list(link.operands)
-            operands[position] = value
-            if link.op in ("add", "sub"):
-                other = 1 - position
-                operands[other] = self._summed_term(operands[other], axis, rank, width, at)
-            value = self._add(link.op, operands, unit, torch.float32, at, **link.attrs)
-        total.operands[0] = value
+        total.operands[0] = self._through_chain(
+            chain, value, unit, at,
+            lambda _, term: self._summed_term(term, axis, rank, width, at))
         total.attrs["in_shape"] = unit  # a sum over a unit dim now: the fold removes it
 
     def _matmul_column_sums(self, matmul: IRNode, at: float) -> int:
@@ -240,6 +230,17 @@ class _Rewriter:
         operands += [self._reduce(b, (0,), True, at) for b in bias]
         return self._add("conv", operands, unit, torch.float32, at, **conv.attrs)
 
+    def _through_chain(self, chain, value: int, shape, at: float, term_for) -> int:
+        """The chain's links again over `value` (of `shape`): an addition's or subtraction's
+        other term becomes `term_for(link index, term)`."""
+        for i, (link, position) in enumerate(chain):
+            operands = list(link.operands)
+            operands[position] = value
+            if link.op in ("add", "sub"):
+                operands[1 - position] = term_for(i, operands[1 - position])
+            value = self._add(link.op, operands, shape, torch.float32, at, **link.attrs)
+        return value
+
     def _summed_term(self, term, axis: int, rank: int, width: int, at: float):
         """An added term's sum over `axis` (where it broadcast, `width` times itself)."""
         if isinstance(term, Const):
@@ -253,8 +254,8 @@ class _Rewriter:
     # -- a GEMM's output columns averaged in windows that tile them ----------------------
 
     def _pooled_gemm(self, pool: IRNode):
-        """(the GEMM chain's end, (anchor, chain)) when `pool` averages a float32 GEMM's
-        output columns (through `x.unsqueeze(-2)`) in windows that tile them."""
+        """(anchor, chain) when `pool` averages a float32 GEMM's output columns (through
+        `x.unsqueeze(-2)`) in windows that tile them."""
         attrs = pool.attrs
         kernel = tuple(attrs.get("kernel", ()))
         if attrs.get("mode") != "avg" or len(kernel) != 1 or kernel[0] < 2:
@@ -275,12 +276,9 @@ class _Rewriter:
         if len(shape) != 2 or shape[-1] < kernel[0]:
             return None
         found = self._linear_chain(source, len(shape) - 1)
-        if found is None or found[0].op != "matmul":
-            return None
-        return source, found
+        return found if found is not None and found[0].op == "matmul" else None
 
-    def _rewrite_pooled_gemm(self, pool: IRNode, source: IRNode, anchor: IRNode,
-                             chain) -> None:
+    def _rewrite_pooled_gemm(self, pool: IRNode, anchor: IRNode, chain) -> None:
         at = self.order[pool.id] - 0.5
         k = pool.attrs["kernel"][0]
         axis = len(anchor.shape) - 1
@@ -289,13 +287,8 @@ class _Rewriter:
         # the added terms' window sums first, so the GEMM's epilogue can take the adds
         terms = [self._window_sums(link.operands[1 - position], k, groups, at)
                  if link.op in ("add", "sub") else None for link, position in chain]
-        value = self._grouped_matmul(anchor, k, groups, grouped, at)
-        for (link, position), term in zip(chain, terms):
-            operands = list(link.operands)
-            operands[position] = value
-            if term is not None:
-                operands[1 - position] = term
-            value = self._add(link.op, operands, grouped, torch.float32, at, **link.attrs)
+        value = self._through_chain(chain, self._grouped_matmul(anchor, k, groups, grouped, at),
+                                    grouped, at, lambda i, _: terms[i])
         mean = self._add("div", [value, Const(float(k))], grouped, torch.float32, at)
         if tuple(pool.shape) != grouped:
             mean = self._add("reshape", [mean], pool.shape, torch.float32, at)
