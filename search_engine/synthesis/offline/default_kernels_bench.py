@@ -203,6 +203,109 @@ PROBLEMS = {
         _problem("F.mish(F.max_pool2d(F.hardswish(self.conv(x) - 0.5), 2))",
                  "torch.randn(64, 32, 128, 128)", "self.conv = nn.Conv2d(32, 64, 3)"),
         _conv_flops(64, 64, 32, (3, 3), (126, 126)), "flops"),
+    # KernelBench's other level-1 families and its common level-2 chains at official-like
+    # sizes (2026-12-07): depthwise, pointwise, 1-D, grouped and 3-channel convs, batched,
+    # transposed and skinny GEMMs, the norms with statistics per instance, group or batch,
+    # scans, a triplet loss, attention, and GEMM/conv chains ending in a norm
+    "conv_depthwise2d": (_problem("self.conv(x)", "torch.randn(16, 64, 512, 512)",
+                                  "self.conv = nn.Conv2d(64, 64, 3, groups=64, bias=False)"),
+                         16 * 64 * (512 * 512 + 510 * 510) * 4, "bytes"),
+    "conv_depthwise_separable": (
+        _problem("self.pointwise(self.depthwise(x))", "torch.randn(16, 64, 256, 256)",
+                 "self.depthwise = nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False)\n"
+                 "self.pointwise = nn.Conv2d(64, 128, 1, bias=False)"),
+        _conv_flops(16, 128, 64, (1, 1), (256, 256)), "flops"),
+    "conv_pointwise": (_problem("self.conv(x)", "torch.randn(16, 64, 256, 256)",
+                                "self.conv = nn.Conv2d(64, 128, 1, bias=False)"),
+                       _conv_flops(16, 128, 64, (1, 1), (256, 256)), "flops"),
+    "conv1d": (_problem("self.conv(x)", "torch.randn(32, 64, 65536)",
+                        "self.conv = nn.Conv1d(64, 128, 3, bias=False)"),
+               _conv_flops(32, 128, 64, (3,), (65534,)), "flops"),
+    "conv_transpose1d": (_problem("self.deconv(x)", "torch.randn(64, 64, 65536)",
+                                  "self.deconv = nn.ConvTranspose1d(64, 32, 3, bias=False)"),
+                         _conv_flops(64, 32, 64, (3,), (65536,)), "flops"),
+    "conv_transpose3d_grouped": (
+        _problem("self.deconv(x)", "torch.randn(16, 32, 16, 32, 32)",
+                 "self.deconv = nn.ConvTranspose3d(32, 64, 3, stride=2, padding=1, groups=4, "
+                 "bias=False)"),
+        _conv_flops(16, 64, 8, (3, 3, 3), (16, 32, 32)), "flops"),
+    "conv3d_rgb": (_problem("self.conv(x)", "torch.randn(16, 3, 64, 64, 64)",
+                            "self.conv = nn.Conv3d(3, 64, 3, bias=False)"),
+                   _conv_flops(16, 64, 3, (3, 3, 3), (62, 62, 62)), "flops"),
+    "bmm": (_problem("torch.bmm(a, b)", "torch.randn(128, 512, 1024), torch.randn(128, 1024, 2048)",
+                     args="a, b"), 2 * 128 * 512 * 1024 * 2048, "flops"),
+    "matmul_transposed_a": (_problem("torch.matmul(a.T, b)",
+                                     "torch.randn(8192, 4096), torch.randn(8192, 4096)",
+                                     args="a, b"), 2 * 4096 * 8192 * 4096, "flops"),
+    "matmul_tall_skinny": (_problem("torch.matmul(a, b)",
+                                    "torch.randn(16384, 32), torch.randn(32, 16384)", args="a, b"),
+                           (16384 * 16384 + 2 * 16384 * 32) * 4, "bytes"),
+    # small matrices over a long K (KernelBench L1 6's pattern): 4 output tiles
+    "matmul_large_k": (_problem("torch.matmul(a, b)",
+                                "torch.randn(256, 524288), torch.randn(524288, 256)",
+                                args="a, b"), 2 * 256 * 256 * 524288, "flops"),
+    "matvec": (_problem("torch.matmul(a, b)", "torch.randn(2048, 524288), torch.randn(524288, 1)",
+                        args="a, b"), (2048 * 524288 + 524288 + 2048) * 4, "bytes"),
+    "instance_norm": (_problem("self.norm(x)", "torch.randn(112, 64, 512, 512)",
+                               "self.norm = nn.InstanceNorm2d(64)"),
+                      2 * 112 * 64 * 512 * 512 * 4, "bytes"),
+    "group_norm": (_problem("self.norm(x)", "torch.randn(112, 64, 512, 512)",
+                            "self.norm = nn.GroupNorm(8, 64)"),
+                   2 * 112 * 64 * 512 * 512 * 4, "bytes"),
+    "batch_norm_train": (_problem("F.batch_norm(x, None, None, self.weight, self.bias, "
+                                  "training=True)", "torch.randn(64, 64, 512, 512)",
+                                  "self.weight = nn.Parameter(torch.rand(64) + 0.5)\n"
+                                  "self.bias = nn.Parameter(torch.randn(64))"),
+                         2 * 64 * 64 * 512 * 512 * 4, "bytes"),
+    "cumprod": (_problem("torch.cumprod(x, dim=1)", "torch.rand(32768, 32768) * 0.2 + 0.9"),
+                2 * 32768 * 32768 * 4, "bytes"),
+    "triplet": (_problem("F.triplet_margin_loss(a, p, n)",
+                         "torch.randn(16384, 8192), torch.randn(16384, 8192), "
+                         "torch.randn(16384, 8192)", args="a, p, n"),
+                3 * 16384 * 8192 * 4, "bytes"),
+    "sdpa": (_problem("F.scaled_dot_product_attention(q, k, v)",
+                      "torch.randn(16, 32, 1024, 64), torch.randn(16, 32, 1024, 64), "
+                      "torch.randn(16, 32, 1024, 64)", args="q, k, v"),
+             4 * 16 * 32 * 1024 * 1024 * 64, "flops"),
+    # the suite's level-2 convolutions (benchmarks/suite/l2_017, l2_048, l2_074: their shapes)
+    "conv2d_instancenorm_divide": (
+        _problem("self.norm(self.conv(x)) / 2.0", "torch.rand(128, 64, 128, 128)",
+                 "self.conv = nn.Conv2d(64, 128, 3)\nself.norm = nn.InstanceNorm2d(128)"),
+        _conv_flops(128, 128, 64, (3, 3), (126, 126)), "flops"),
+    "conv3d_scale_tanh_multiply_sigmoid": (
+        _problem("torch.sigmoid(torch.tanh(self.conv(x) * self.scale) * self.multiplier)",
+                 "torch.randn(128, 3, 16, 64, 64)",
+                 "self.conv = nn.Conv3d(3, 16, 3)\n"
+                 "self.scale = nn.Parameter(torch.randn(16, 1, 1, 1))\n"
+                 "self.multiplier = nn.Parameter(torch.randn(16, 1, 1, 1))"),
+        _conv_flops(128, 16, 3, (3, 3, 3), (14, 62, 62)), "flops"),
+    "conv_transpose3d_leakyrelu_max": (
+        _problem("F.max_pool3d(F.leaky_relu(F.leaky_relu(self.deconv(x), 0.2) * self.multiplier,"
+                 " 0.2), 2)", "torch.randn(16, 16, 16, 32, 32)",
+                 "self.deconv = nn.ConvTranspose3d(16, 32, 3, stride=2, padding=1, "
+                 "output_padding=1)\nself.multiplier = nn.Parameter(torch.randn(32, 1, 1, 1))"),
+        _conv_flops(16, 32, 16, (3, 3, 3), (16, 32, 32)), "flops"),
+    # GEMM and conv chains ending in a norm (KernelBench L2 30, 33 and 21's patterns)
+    "gemm_groupnorm_hardtanh": (
+        _problem("F.hardtanh(self.norm(self.gemm(x)), -2.0, 2.0)", "torch.randn(1024, 8192)",
+                 "self.gemm = nn.Linear(8192, 8192)\nself.norm = nn.GroupNorm(16, 8192)"),
+        2 * 1024 * 8192 * 8192, "flops"),
+    "gemm_scale_batchnorm": (
+        _problem("F.batch_norm(self.gemm(x) * self.scale, None, None, self.weight, self.bias, "
+                 "training=True)", "torch.randn(1024, 8192)",
+                 "self.gemm = nn.Linear(8192, 8192)\n"
+                 "self.scale = nn.Parameter(torch.randn(8192))\n"
+                 "self.weight = nn.Parameter(torch.rand(8192) + 0.5)\n"
+                 "self.bias = nn.Parameter(torch.randn(8192))"),
+        2 * 1024 * 8192 * 8192, "flops"),
+    "conv2d_add_scale_sigmoid_groupnorm": (
+        _problem("self.norm(torch.sigmoid((self.conv(x) + self.bias) * self.scale))",
+                 "torch.randn(128, 32, 128, 128)",
+                 "self.conv = nn.Conv2d(32, 64, 3)\n"
+                 "self.bias = nn.Parameter(torch.randn(64, 1, 1))\n"
+                 "self.scale = nn.Parameter(torch.randn(64, 1, 1))\n"
+                 "self.norm = nn.GroupNorm(8, 64)"),
+        _conv_flops(128, 64, 32, (3, 3), (126, 126)), "flops"),
 }
 
 CONV_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "taps": {"CONV_LOOP": 1},
@@ -354,6 +457,19 @@ NEIGHBOURS = {
         "m128_n128_8w": {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8},
         "k32_s4": {"BLOCK_K": 32, "num_stages": 4}, "flat_taps": {"CONV_LOOP": 3},
         "n128": {"BLOCK_N": 128}},
+    # depthwise stencils (CONV_LOOP 4, direct FMAs): rows a program and warps; and the
+    # direct loop where a conv's few input or output channels pad its MMAs
+    **{name: {"block512": {"BLOCK": 512}, "block2048_8w": {"BLOCK": 2048, "num_warps": 8},
+              "block1024_8w": {"num_warps": 8}, "block256": {"BLOCK": 256}}
+       for name in ("conv_depthwise2d", "conv_depthwise_separable")},
+    **{name: {"direct": {"CONV_LOOP": 4}, "direct_8w": {"CONV_LOOP": 4, "num_warps": 8}}
+       for name in ("conv_transpose3d_mean_softmax", "conv3d_rgb", "conv_transpose3d_grouped",
+                    "conv3d_scale_tanh_multiply_sigmoid")},
+    # a K split filling one wave (spaces/templates.split_k_default) against none and others
+    **{name: {"split1": {"SPLIT_K": 1}, "split4": {"SPLIT_K": 4},
+              "split16_m64": {"SPLIT_K": 16, "BLOCK_M": 64},
+              "split32_m64_4w": {"SPLIT_K": 32, "BLOCK_M": 64, "num_warps": 4}}
+       for name in ("matvec", "matmul_large_k")},
     # the weight's column sums (a COLUMNS tile): outputs a program (BLOCK_R), warps
     **{name: {"cols128": {"BLOCK_R": 128}, "cols512": {"BLOCK_R": 512},
               "cols256_8w": {"num_warps": 8}}

@@ -323,19 +323,20 @@ def test_a_loss_streams_a_wide_tile_and_reduces_across_it_once(tmp_path):
     assert "tl.sum(" not in loop  # nothing reduced across the tile inside the loop
 
 
-# 16+ channels per group, so the taps-outer loops are written (fewer keep the flat loop)
+# 16+ channels per group, so the taps-outer loops are written (fewer keep the flat loop), and
+# 16+ output channels a group or a K over 64, so no conv is a direct stencil
 WIDE_CONVS = {
     "conv2d_strided_dilated": problem(
         "self.conv = nn.Conv2d(16, 8, (3, 2), stride=2, padding=(1, 2), dilation=(2, 1))",
         "torch.relu(self.conv(x)) * 2.0", "torch.randn(2, 16, 7, 6)"),
-    "conv1d_grouped": problem("self.conv = nn.Conv1d(32, 6, 3, padding=1, groups=2)",
+    "conv1d_grouped": problem("self.conv = nn.Conv1d(32, 34, 3, padding=1, groups=2)",
                               "self.conv(x)", "torch.randn(2, 32, 9)"),
     "conv3d_no_bias": problem("self.conv = nn.Conv3d(17, 4, 2, bias=False)",
                               "self.conv(x) + 1.0", "torch.randn(1, 17, 3, 4, 3)"),
     "conv_transpose2d": problem("self.conv = nn.ConvTranspose2d(16, 5, 3, stride=2, padding=1)",
                                 "torch.tanh(self.conv(x))", "torch.randn(2, 16, 4, 3)"),
     "conv_transpose1d_grouped": problem(
-        "self.conv = nn.ConvTranspose1d(32, 4, 4, stride=3, groups=2, dilation=2)",
+        "self.conv = nn.ConvTranspose1d(32, 34, 4, stride=3, groups=2, dilation=2)",
         "self.conv(x.transpose(1, 2).transpose(1, 2))", "torch.randn(2, 32, 5)"),
     "conv_transpose3d_output_padding": problem(
         "self.conv = nn.ConvTranspose3d(16, 4, 3, stride=(2, 1, 2), padding=1, "
@@ -371,9 +372,12 @@ def test_taps_outer_conv_loops_match_the_reference(name, loop, tmp_path):
     torch.testing.assert_close(got.double(), expected.double(), atol=1e-4, rtol=1e-4)
 
 
-def test_depthwise_convs_keep_the_flat_loop():
-    source = problem("self.conv = nn.Conv2d(16, 16, 3, groups=16)", "self.conv(x)",
-                     "torch.randn(1, 16, 5, 5)")
+@pytest.mark.parametrize("init", ["self.conv = nn.Conv2d(16, 16, 3, groups=16)",
+                                  "self.conv = nn.Conv2d(16, 32, 3, groups=16)"])
+def test_depthwise_convs_never_take_the_taps_outer_loop(init):
+    # one input channel a group: a channel tile would be all padding (a direct stencil
+    # where the group's outputs are few too, test_offline_direct_convs.py; else the flat K)
+    source = problem(init, "self.conv(x)", "torch.randn(1, 16, 5, 5)")
     an = local_analysis(source)
     params = {**staged.default_params(an, "interpreter", "strict"), "CONV_LOOP": 2}
     assert "for tap in range(" not in staged.render(source, an, params)

@@ -34,8 +34,9 @@ SPACE: dict[str, list] = {
     "num_stages": [1, 2, 3, 4], "SPLIT_R": [1, 16, 64, 256, 1024],
     # a conv's K loop (writers/conv.py): 0 flat (channel × taps), 1 taps outer, 2 taps outer
     # over channels-last copies of the input and weight, 3 taps × channel tiles as one
-    # (pipelined) loop over those copies
-    "CONV_LOOP": [0, 1, 2, 3],
+    # (pipelined) loop over those copies, 4 direct (fp32 FMAs, no MMA: the default where an
+    # MMA tile would be mostly padding, e.g. depthwise)
+    "CONV_LOOP": [0, 1, 2, 3, 4],
     # a pool's layout (writers/pooling.py): 0 one lane per output, 1 a row of outputs with
     # the window's last dim as a tile axis, 2 a row of outputs one lane each, tap by tap
     "POOL_TILE": [0, 1, 2],

@@ -33,7 +33,7 @@ SPACES: dict[str, dict[str, list]] = {
              "SPLIT": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]},
     "matmul": {"BLOCK_M": [16, 32, 64, 128, 256], "BLOCK_N": [16, 32, 64, 128, 256],
                "BLOCK_K": [16, 32, 64, 128], "GROUP_M": [1, 4, 8], "num_warps": [2, 4, 8],
-               "num_stages": [1, 2, 3, 4, 5], "SPLIT_K": [1, 2, 4, 8]},
+               "num_stages": [1, 2, 3, 4, 5], "SPLIT_K": [1, 2, 4, 8, 16, 32]},
 }
 MAX_SINGLE_ROW_ELEMENTS = 16384  # ROWS * BLOCK_R kept in registers by the single variant
 ROW_VARIANTS = ["single", "looped", "online", "split"]  # random draws; `coop` only by move
@@ -104,6 +104,8 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
     if tail is not None:
         tail_params = _default_rows(row_length(tail), row_inner(tail), target)
         params.update({"tail_" + k: v for k, v in tail_params.items()})
+    if target != "interpreter":
+        params["SPLIT_K"] = split_k_default(an, clamp(an, params), target)
     return clamp(an, params)
 
 
@@ -189,6 +191,27 @@ def _coop_default(an: Analysis, params: dict[str, Any], target: str) -> dict[str
     if not valid(an, coop) or resource_problem(an, coop, gpu):  # the interpreter included
         return params
     return coop
+
+
+# A GEMM whose output tiles cannot fill the card (a matrix-vector product: 2048 x 1 outputs
+# are 16 tiles of 128 rows; a large-K product of small matrices) leaves most SMs idle, each
+# busy one streaming all of K: K is split over programs (fp32 atomics into a workspace, then
+# the epilogue kernel) until the tiles fill the SMs, each split keeping a few K tiles.
+MIN_K_TILES_A_SPLIT = 4
+
+
+def split_k_default(an: Analysis, params: dict[str, Any], target: str) -> int:
+    """The largest power-of-two K split (within the space) whose programs fit one wave."""
+    m, n, k = matmul_dims(an)
+    mm = an.nodes[an.matmul]
+    a_shape, b_shape = (an.nodes[r].shape for r in mm.refs())
+    batch = math.prod(a_shape[:-2]) if len(b_shape) > 2 else 1
+    tiles = -(-m // params["BLOCK_M"]) * -(-n // params["BLOCK_N"]) * batch
+    programs, split = _multiprocessors(target), 1
+    while (split * 2 in SPACES["matmul"]["SPLIT_K"] and tiles * split * 2 <= programs
+           and k >= params["BLOCK_K"] * MIN_K_TILES_A_SPLIT * split * 2):
+        split *= 2
+    return split
 
 
 def _multiprocessors(target: str) -> int:

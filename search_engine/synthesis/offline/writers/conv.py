@@ -29,10 +29,17 @@ from search_engine.synthesis.offline.writers.staged_expr import Expr
 
 
 # CONV_LOOP: how the K loop walks (input channels of the group × kernel taps)
-FLAT_K, TAPS_OUTER, TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST = 0, 1, 2, 3
+FLAT_K, TAPS_OUTER, TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST, DIRECT = 0, 1, 2, 3, 4
 CHANNELS_LAST_LOOPS = (TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST)
 MIN_TAPS_OUTER_CHANNELS = 16  # fewer channels per group (depthwise): a K tile would be mostly
 #                               padding, so the flat loop (taps inside K) is kept
+# A group with fewer output channels than an MMA's narrowest tile (16) and a short K (a
+# depthwise 3x3 has K = 9, N = 1) pads each tensor-core product to 16x16 and more: such a
+# conv is a stencil, written DIRECT (one fp32 FMA per tap and output channel, no padding,
+# exact under every policy), its rows a wide block of output positions.
+MMA_MIN_COLUMNS = 16
+DIRECT_MAX_K = 64
+DIRECT_UNROLL_K = 64  # a K up to this is a static loop: every tap's load in flight at once
 
 
 def write(ctx, stage, name):
@@ -47,22 +54,27 @@ def write(ctx, stage, name):
     taps = tuple(w_shape[2:])
     k_total = cin_g * math.prod(taps)
     p = ctx.params
-    loop = conv_loop(p, cin_g)
+    loop = conv_loop(p, cin_g, cout_g, k_total)
     strides, spatial = tuple(at["stride"]), tuple(out_shape[2:])
     pool = ctx.nodes[stage.pool] if stage.pool is not None else None
     window = tuple(pool.attrs["kernel"]) if pool is not None else ()
     # a strided transposed conv, taps outer: one output phase (o mod stride) per program, so
     # a tap either feeds the whole tile or none of it (skipped, instead of masked MMAs)
-    phased = pool is None and at["transposed"] and loop != FLAT_K and any(s > 1 for s in strides)
+    phased = pool is None and at["transposed"] and loop not in (FLAT_K, DIRECT) \
+        and any(s > 1 for s in strides)
     if pool is not None:  # rows walk whole pool windows: (batch, pooled position, tap)
         rows = (out_shape[0],) + tuple(pool.shape[2:]) + window
     else:
         rows = (out_shape[0],) + (tuple(-(-o // s) for o, s in zip(spatial, strides)) if phased
                                   else spatial)
     m_total = math.prod(rows)
-    bm = max(16, math.prod(window), min(p["BLOCK_M"], p2(m_total)))
-    bn = max(16, min(p["BLOCK_N"], p2(cout_g)))
-    bk = max(16, min(p["BLOCK_K"], p2(cin_g if loop != FLAT_K else k_total)))
+    if loop == DIRECT:  # no MMA: any tile width, the rows a pointwise block's
+        bm = max(math.prod(window), min(p["BLOCK"], p2(m_total)))
+        bn, bk = min(p["BLOCK_N"], p2(cout_g)), 1
+    else:
+        bm = max(16, math.prod(window), min(p["BLOCK_M"], p2(m_total)))
+        bn = max(16, min(p["BLOCK_N"], p2(cout_g)))
+        bk = max(16, min(p["BLOCK_K"], p2(cin_g if loop != FLAT_K else k_total)))
     if loop in CHANNELS_LAST_LOOPS:  # the K tile's channels contiguous, B K-major
         ctx.dim_innermost(x, 1)
         ctx.dim_innermost(w, 0 if at["transposed"] else 1)
@@ -86,7 +98,9 @@ def write(ctx, stage, name):
         o_idx = _window_positions(body, o_idx, window)
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
     shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at, pos[1:], phase_idx)
-    if loop == FLAT_K:
+    if loop == DIRECT:
+        _direct_loop(expr, body, shape)
+    elif loop == FLAT_K:
         _flat_k_loop(ctx, expr, body, shape)
     elif loop == TAPS_FLATTENED_CHANNELS_LAST and not phased:
         _taps_flattened_loop(ctx, expr, body, shape, bk)
@@ -98,7 +112,8 @@ def write(ctx, stage, name):
         body.append(f"acc += {expr.value(bias, ('co[None, :]',), 'nmask[None, :]')}")
     out_idx = (_col(n_idx), "co[None, :]", *(_col(o) for o in o_idx))
     grid = f"(triton.cdiv({m_total}, {bm}), triton.cdiv({cout_g}, {bn}), {groups * phases})"
-    consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
+    consts = {"BLOCK_M": bm, "BLOCK_N": bn} if loop == DIRECT else \
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
     if pool is not None:
         return _finish_pooled(ctx, stage, name, expr, out_idx, grid, consts)
     return finish_dot_stage(ctx, stage, name, expr, out_idx, "cmask", "BLOCK_M, BLOCK_N",
@@ -163,8 +178,13 @@ def _phase_positions(body, strides, spatial, q_idx, phases):
     return o_idx, phase
 
 
-def conv_loop(params, cin_g: int) -> int:
+def conv_loop(params, cin_g: int, cout_g: int, k_total: int) -> int:
+    """The K loop written: DIRECT where the space asks for it or an MMA tile would be mostly
+    padding (few output channels a group, a short K), the flat loop where a channel tile
+    would be, else the space's."""
     loop = int(params.get("CONV_LOOP", FLAT_K))
+    if loop == DIRECT or (cout_g < MMA_MIN_COLUMNS and k_total <= DIRECT_MAX_K):
+        return DIRECT
     return FLAT_K if cin_g < MIN_TAPS_OUTER_CHANNELS else loop
 
 
@@ -220,6 +240,29 @@ def _flat_k_loop(ctx, expr, body, shape):
     tap_rows = tuple(_col(t) for t in tap)
     b = _weight(expr, w, shape, "(ci)[:, None]", _col(ci_local), tap_rows, "bmask")
     inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
+    body.extend("    " + line for line in inner)
+
+
+def _direct_loop(expr, body, shape):
+    """Each K element (channel of the group, tap) in turn: the input at that tap for every
+    row ([BLOCK_M, 1]) times the weight for every output channel ([1, BLOCK_N]), added in
+    fp32 on the CUDA cores; a short K is unrolled so the taps' loads overlap."""
+    k_range = (f"tl.static_range({shape.k_total})" if shape.k_total <= DIRECT_UNROLL_K
+               else f"range({shape.k_total})")
+    body.append(f"for kd in {k_range}:")
+    inner: list[str] = []
+    kk = unravel(inner, "kd", (shape.cin_g,) + shape.taps, "k")
+    ci_local, tap = kk[0], kk[1:]
+    inner.append(f"ci = g * {shape.cin_g} + {ci_local}")
+    in_idx, valid = _input_positions(inner, shape, tap, "BLOCK_M")
+    inner.append("amask = " + " & ".join(["mmask[:, None]", *valid]))
+    expr.body = inner
+    a = expr.value(shape.x, (_col(shape.n_idx), "ci", *in_idx), "amask")
+    # ci spread over the tile's columns: with one output channel a group, that dim drops
+    # out of the weight's offset, and the load must still be a [1, BLOCK_N] tile
+    inner.append("ci_n = ci + tl.zeros([1, BLOCK_N], tl.int64)")
+    b = _weight(expr, shape.w, shape, "ci_n", ci_local, tuple(tap), "nmask[None, :]")
+    inner.append(f"acc += {a} * {b}")
     body.extend("    " + line for line in inner)
 
 

@@ -167,18 +167,45 @@ class Expr:
 
 
 def reshape_index(idx, shape, src_shape) -> tuple[str, ...]:
-    """The source index of a reshape: direct when only size-1 dims differ, else through the
-    row-major flat index."""
-    kept = [i for i, s in zip(idx, shape) if s != 1]
-    if [s for s in shape if s != 1] == [s for s in src_shape if s != 1]:
-        it = iter(kept)
-        return tuple("0" if s == 1 else next(it) for s in src_shape)
-    strides = contiguous_strides(shape)
-    flat = " + ".join(f"({i}) * {st}" for i, st, s in zip(idx, strides, shape)
-                      if s != 1 and i != "0") or "0"
-    src_strides = contiguous_strides(src_shape)
-    return tuple("0" if s == 1 else f"((({flat}) // {st}) % {s})"
-                 for s, st in zip(src_shape, src_strides))
+    """The source index of a reshape, group by group: the smallest runs of dims whose sizes
+    multiply to the same count on both sides map to each other alone (a batch dim kept is
+    its own index; 64 channels split into 8 groups of 8 read only the channel and spatial
+    indices), so no index is rebuilt through the whole row-major flat offset."""
+    dst = [(i, s) for i, s in zip(idx, shape) if s != 1]
+    src = [d for d, s in enumerate(src_shape) if s != 1]
+    out = ["0"] * len(src_shape)
+    a = b = 0
+    while a < len(dst) and b < len(src):
+        a_end, b_end = a + 1, b + 1
+        count_a, count_b = dst[a][1], src_shape[src[b]]
+        while count_a != count_b:
+            if count_a < count_b:
+                count_a *= dst[a_end][1]
+                a_end += 1
+            else:
+                count_b *= src_shape[src[b_end]]
+                b_end += 1
+        for d, index in zip(src[b:b_end],
+                            _group_index(dst[a:a_end], [src_shape[d] for d in src[b:b_end]])):
+            out[d] = index
+        a, b = a_end, b_end
+    return tuple(out)
+
+
+def _group_index(dst, src_sizes) -> list[str]:
+    """The indices of `src_sizes` (row-major) at the element `dst` ((index, size) pairs of
+    the same count, row-major) names."""
+    if len(dst) == 1 and len(src_sizes) == 1:
+        return [dst[0][0]]
+    strides = contiguous_strides([s for _, s in dst])
+    flat = " + ".join(f"({i}) * {st}" if st != 1 else f"({i})"
+                      for (i, _), st in zip(dst, strides) if i != "0") or "0"
+    src_strides = contiguous_strides(src_sizes)
+    out = []
+    for d, (size, st) in enumerate(zip(src_sizes, src_strides)):
+        term = f"({flat})" if st == 1 else f"(({flat}) // {st})"
+        out.append(term if d == 0 else f"({term} % {size})")  # the first needs no wrap
+    return out
 
 
 def pointwise(node: IRNode, a: list[str]) -> str:
