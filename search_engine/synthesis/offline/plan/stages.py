@@ -207,6 +207,66 @@ def _tile_of(n_red: int) -> int:
     return 1 << (n_red - 1).bit_length()
 
 
+def moment_pairs(an: Analysis, stages: list[Stage], taken: set[int]) -> list[tuple[int, int]]:
+    """(k, j): stage k takes a mean (a sum over some dims divided by their count) and stage j
+    sums the squared deviations from it over the same elements (a variance): one kernel
+    computes both in a single read (Welford's update per lane, Chan's merge across lanes and
+    programs: writers/staged_moments.py), where the two stages read the elements twice and
+    a GroupNorm or BatchNorm's statistics took two of its three passes. Stages in `taken`
+    (row groups, which hold their rows already) are left alone."""
+    nodes, pairs = an.nodes, []
+    by_sink = {s.sink: k for k, s in enumerate(stages)}
+    for j, dev in enumerate(stages):
+        node = nodes[dev.anchor]
+        deviation = _squared_operand(nodes, node.refs()[0]) if node.op == "sum" else None
+        if j in taken or deviation is None or nodes[deviation].op != "sub":
+            continue
+        x, mean = nodes[deviation].operands
+        k = by_sink.get(mean) if isinstance(x, int) and isinstance(mean, int) else None
+        if k is None or k in taken or k >= j:
+            continue
+        total = nodes[stages[k].anchor]
+        same = total.op == "sum" and total.refs() == [x] and \
+            tuple(total.attrs["dims"]) == tuple(node.attrs["dims"])  # keepdim may differ
+        if same and stages[k].epilogue == [mean] and \
+                _divides_by_count(nodes[mean], total.id, _row_length(nodes, total)):
+            pairs.append((k, j))
+    return pairs
+
+
+def _squared_operand(nodes, ref) -> int | None:
+    """d where `ref` is d squared (square(d), d * d or d ** 2), else None."""
+    if not isinstance(ref, int):
+        return None
+    node = nodes[ref]
+    ops = node.operands
+    if node.op == "square" and isinstance(ops[0], int):
+        return ops[0]
+    if node.op == "mul" and len(ops) == 2 and ops[0] == ops[1] and isinstance(ops[0], int):
+        return ops[0]
+    if node.op == "pow" and isinstance(ops[0], int) and not isinstance(ops[1], int) \
+            and ops[1].value == 2:
+        return ops[0]
+    if node.op == "powc" and node.attrs.get("exponent") == 2 and isinstance(ops[0], int):
+        return ops[0]
+    return None
+
+
+def _divides_by_count(node: IRNode, total: int, count: int) -> bool:
+    """Whether `node` is `total` / count (or `total` * (1 / count))."""
+    ops = node.operands
+    if len(ops) != 2 or ops[0] != total or isinstance(ops[1], int):
+        return False
+    if node.op == "div":
+        return ops[1].value == count
+    return node.op == "mul" and math.isclose(ops[1].value * count, 1.0, rel_tol=1e-6)
+
+
+def moments_kernel_name(k: int) -> str:
+    """The kernel of the moments pair whose mean stage is the k-th."""
+    return f"kh_stage{k}_moments"
+
+
 def row_group_kernel_name(k: int) -> str:
     """The kernel of the row group whose first stage is the k-th."""
     return f"kh_stage{k}_rows"

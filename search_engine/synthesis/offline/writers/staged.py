@@ -30,13 +30,14 @@ from typing import Any
 
 from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, output_view_of, row_group_kernel_name, row_groups, stage_kernel_name,
-    stage_writer_op,
+    REDUCE_OPS, moment_pairs, moments_kernel_name, output_view_of, row_group_kernel_name,
+    row_groups, stage_kernel_name, stage_writer_op,
 )
 from search_engine.synthesis.offline.writers import (
     attention, codegen, conv, matmul_variants, pooling, scans,
 )
 from search_engine.synthesis.offline.writers.staged_context import Context
+from search_engine.synthesis.offline.writers.staged_moments import write_moments
 from search_engine.synthesis.offline.writers.staged_rows import write_row_group
 from search_engine.synthesis.offline.writers.staged_writers import write_pointwise, write_reduction
 
@@ -57,15 +58,21 @@ def render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
         ctx.stages.pop()
         result = f"kh_b{viewed}.reshape({tuple(an.nodes[an.output].shape)!r})"
     groups = {group[0]: group for group in row_groups(an, ctx.stages)}
-    grouped = {k for group in groups.values() for k in group[1:]}
+    taken = {k for group in groups.values() for k in group}
+    pairs = dict(moment_pairs(an, ctx.stages, taken))
+    grouped = {k for group in groups.values() for k in group[1:]} | set(pairs.values())
     for k, stage in enumerate(ctx.stages):
-        if k in grouped:  # written by its row group's kernel
+        if k in grouped:  # written by its row group's or moments pair's kernel
             continue
         ctx.start()
         if k in groups:
             members = [ctx.stages[j] for j in groups[k]]
             forward.extend(ctx.buffer_line(member.sink) for member in members)
             source, lines = write_row_group(ctx, members, row_group_kernel_name(k))
+        elif k in pairs:
+            members = [stage, ctx.stages[pairs[k]]]
+            forward.extend(ctx.buffer_line(member.sink) for member in members)
+            source, lines = write_moments(ctx, members, moments_kernel_name(k))
         else:
             forward.append(ctx.buffer_line(stage.sink))
             name = stage_kernel_name(k, an, stage)
