@@ -19,7 +19,7 @@ from search_engine.synthesis.offline.writers.staged_context import (
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 from search_engine.synthesis.offline.writers.staged_writers import (
     COLUMNS, MIN_COLUMNS_ELEMENTS, ROWS, column_tile, reads_along_outputs, reduction_split,
-    reduction_tile, tile_index,
+    reduction_tile, start_combine_kernel, tile_index,
 )
 
 # Chan et al.'s merge of two (mean, sum of squared deviations, count) summaries
@@ -115,15 +115,8 @@ def _split_moments(ctx, stages, name, body, consts, split, n_out):
              "dtype=torch.float32)",
              launch(name + "_partial", ctx, f"(triton.cdiv({n_out}, {block_o}), {split})",
                     {**consts, "SPLIT": split}, warps)]
-    prelude = list(ctx.prelude)
-    ctx.start()
-    ctx.prelude = prelude
-    ctx.kernel_params.append("part_ptr")
-    ctx.call_args.append(part)
-    body = ["pid = tl.program_id(0).to(tl.int64)",
-            "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
-            f"omask = offs < {n_out}",
-            "slots = offs[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :]"]
+    body = start_combine_kernel(ctx, part, n_out) + [
+        "slots = offs[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :]"]
     body += [f"p_{k} = tl.load(part_ptr + {j * size} + slots, mask=omask[:, None], other=0.0)"
              for j, k in enumerate(("mean", "m2", "n"))]
     body.append("acc_mean, acc_m2, acc_n = tl.reduce((p_mean, p_m2, p_n), 1, _kh_welford)")

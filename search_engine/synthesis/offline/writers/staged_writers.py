@@ -201,17 +201,10 @@ def _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx):
              "dtype=torch.float32)",
              launch(name + "_partial", ctx, f"(triton.cdiv({n_out}, {block_o}), {split})",
                     {**consts, "SPLIT": split}, warps)]
-    prelude = list(ctx.prelude)
-    ctx.start()
-    ctx.prelude = prelude
-    ctx.kernel_params.append("part_ptr")
-    ctx.call_args.append(part)
     fill = {"sum": "0.0", "prod": "1.0", "max": codegen.NEG_INF, "min": codegen.POS_INF}[op]
-    body = ["pid = tl.program_id(0).to(tl.int64)",
-            "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
-            f"omask = offs < {n_out}",
-            "parts = tl.load(part_ptr + offs[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :], "
-            f"mask=omask[:, None], other={fill})"]
+    body = start_combine_kernel(ctx, part, n_out) + [
+        "parts = tl.load(part_ptr + offs[:, None] * SPLIT + tl.arange(0, SPLIT)[None, :], "
+        f"mask=omask[:, None], other={fill})"]
     body.append({"sum": "acc = tl.sum(parts, axis=1)", "max": "acc = tl.max(parts, axis=1)",
                  "min": "acc = tl.min(parts, axis=1)",
                  "prod": "acc = tl.reduce(parts, 1, _kh_mul)"}[op])
@@ -223,6 +216,19 @@ def _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx):
     lines.append(launch(name, ctx, f"(triton.cdiv({n_out}, {block_o}),)",
                         {"BLOCK_O": block_o, "SPLIT": split}, warps))
     return with_combine(op) + first + "\n\n" + second, lines
+
+
+def start_combine_kernel(ctx: Context, part: str, n_out: int) -> list[str]:
+    """A split reduction's second kernel: fresh arguments (the first kernel's prelude kept)
+    reading the partials buffer `part`; the lines that put BLOCK_O outputs on a program."""
+    prelude = list(ctx.prelude)
+    ctx.start()
+    ctx.prelude = prelude
+    ctx.kernel_params.append("part_ptr")
+    ctx.call_args.append(part)
+    return ["pid = tl.program_id(0).to(tl.int64)",
+            "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
+            f"omask = offs < {n_out}"]
 
 
 # A reduction accumulates elementwise in a [BLOCK_O, BLOCK_R] tile and reduces across it
