@@ -84,3 +84,14 @@ def test_other_reductions_keep_their_stages(forward, inputs, args):
     source = problem("", forward, inputs, args)
     an, params = _params(source)
     assert "_kh_welford" not in staged.render(source, an, params)
+
+
+def test_the_kernel_plan_names_the_one_moments_kernel():
+    from search_engine.synthesis.offline.plan.kernel_plan import kernel_plan
+
+    source = problem(*LONG_ROWS["group_norm"])
+    an, params = _params(source)
+    names = [k.kernel for k in kernel_plan(an).kernels]
+    candidate = staged.render(source, an, params)
+    assert names == ["kh_stage0_moments", "kh_stage2_add"]
+    assert all(f"{name}[" in candidate for name in names)

@@ -20,8 +20,9 @@ from typing import Any
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import LEAVES, REDUCTIONS, Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, STRIDED_OPERAND_DOTS, VIEW_OPS, Stage, output_view_of, plan,
-    row_group_kernel_name, row_groups, stage_kernel_name, stage_writer_op, streams_rows,
+    REDUCE_OPS, STRIDED_OPERAND_DOTS, VIEW_OPS, Stage, moment_pairs, moments_kernel_name,
+    output_view_of, plan, row_group_kernel_name, row_groups, stage_kernel_name,
+    stage_writer_op, streams_rows,
 )
 
 # the kernels the fused writers define (they take their names from here)
@@ -152,11 +153,25 @@ def _staged_plan(an: Analysis) -> KernelPlan:
         notes.append(f"the output is a view (reshape) of kernel {len(stages) - 1}'s result; "
                      f"no kernel copies it")
     groups = {group[0]: group for group in row_groups(an, stages)}
-    grouped = {k for group in groups.values() for k in group[1:]}
+    taken = {k for group in groups.values() for k in group}
+    pairs = dict(moment_pairs(an, stages, taken))
+    grouped = {k for group in groups.values() for k in group[1:]} | set(pairs.values())
     kernels = [_row_group(an, k, [stages[j] for j in groups[k]], stored, viewed)
-               if k in groups else _stage_group(an, k, stage, stored, viewed)
+               if k in groups else
+               _moments_group(an, k, [stage, stages[pairs[k]]], stored) if k in pairs else
+               _stage_group(an, k, stage, stored, viewed)
                for k, stage in enumerate(stages) if k not in grouped]
     return KernelPlan(an.family, kernels, notes)
+
+
+def _moments_group(an: Analysis, k: int, members: list[Stage], stored: set[int]) -> KernelGroup:
+    """A mean and the variance around it (`stages.moment_pairs`): one kernel, one read."""
+    computed = set().union(*(_computed(an, s.sink, stored) for s in members))
+    layout = ["the mean and the squared deviations from it in one read of the elements "
+              "(Welford per lane, Chan's merge across lanes and split programs)"]
+    return KernelGroup(moments_kernel_name(k), "reduction", _ops(an, computed),
+                       [an.nodes[i].op for s in members for i in s.epilogue], layout,
+                       "fp32 buffers later kernels read")
 
 
 def _row_group(an: Analysis, k: int, members: list[Stage], stored: set[int],
