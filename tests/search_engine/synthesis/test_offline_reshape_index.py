@@ -62,3 +62,22 @@ def test_a_kept_dim_reads_its_own_index():
     idx = reshape_index(("i0", "i1", "i2", "i3"), (112, 64, 512, 512), (112, 8, 2097152))
     assert idx[0] == "i0" and "i0" not in idx[1] + idx[2]
     assert reshape_index(("b", "c"), (4, 6), (4, 1, 6)) == ("b", "0", "c")
+
+
+def test_a_view_and_its_inverse_read_the_input_at_its_own_index(tmp_path):
+    # a GroupNorm reshapes x to (N, G, rest), normalises, and reshapes back: the normalise
+    # kernel loads x at (i0, i1, i2, i3) itself, not through the flat offset twice
+    from search_engine.synthesis.offline.spaces import staged
+
+    from .conftest import run_candidate
+    from .test_offline_staged import local_analysis, problem
+
+    # (groups of 10240 elements: too long for a row group, so a normalise kernel of its own)
+    source = problem("self.norm = nn.GroupNorm(2, 4)", "self.norm(x)",
+                     "torch.randn(2, 4, 64, 80)")
+    an = local_analysis(source)
+    candidate = staged.render(source, an, staged.default_params(an, "interpreter", "strict"))
+    normalise = candidate[candidate.index("def kh_stage2_add"):]
+    assert "tl.load(p0 + (i0) * p0_s0 + (i1) * p0_s1 + (i2) * p0_s2 + (i3) * p0_s3," in normalise
+    expected, got, _ = run_candidate(source, candidate, tmp_path)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)

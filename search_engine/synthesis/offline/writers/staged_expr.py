@@ -31,6 +31,11 @@ class Expr:
         # indices are all scalars (a channel's bias in a kernel of one row) is still a tile
         self.tile = ""
         self.loads: list[tuple[int, tuple[str, ...]]] = []  # (tensor, index) of each load
+        # (index, shape) a reshape produced -> the (index, shape) it was reshaped from:
+        # reshapes compose over the same row-major order, so a later reshape of that index
+        # (back through pointwise ops: a GroupNorm's view and its inverse) maps from the
+        # origin, and one back to the origin's shape is the origin's index itself
+        self.reshaped: dict[tuple, tuple] = {}
 
     def var(self, code: str) -> str:
         self.counter += 1
@@ -93,7 +98,11 @@ class Expr:
                 src = nodes[src].operands[0]
         src_shape = nodes[src].shape if isinstance(src, int) else ()
         if node.op == "reshape":
-            return self.value(src, reshape_index(idx, node.shape, src_shape), mask)
+            origin = self.reshaped.get((tuple(idx), tuple(node.shape)),
+                                       (tuple(idx), tuple(node.shape)))
+            inner = reshape_index(*origin, src_shape)
+            self.reshaped.setdefault((inner, tuple(src_shape)), origin)
+            return self.value(src, inner, mask)
         if node.op in ("permute", "transpose"):
             rank = len(node.shape)
             perm = node.attrs.get("perm") or tuple(range(rank - 2)) + (rank - 1, rank - 2)
