@@ -68,8 +68,9 @@ def write(ctx, stage, name):
         rows = (out_shape[0],) + (tuple(-(-o // s) for o, s in zip(spatial, strides)) if phased
                                   else spatial)
     m_total = math.prod(rows)
-    if loop == DIRECT:  # no MMA: any tile width, the rows a pointwise block's
-        bm = max(math.prod(window), min(p["BLOCK"], p2(m_total)))
+    if loop == DIRECT:  # no MMA: any tile width, the rows a pointwise block's (sized by
+        # one image's positions, so the kernel is the same at any batch size: travel.py)
+        bm = max(math.prod(window), min(p["BLOCK"], p2(m_total // rows[0])))
         bn, bk = min(p["BLOCK_N"], p2(cout_g)), 1
     else:
         bm = max(16, math.prod(window), min(p["BLOCK_M"], p2(m_total)))
@@ -257,11 +258,13 @@ def _direct_loop(expr, body, shape):
     in_idx, valid = _input_positions(inner, shape, tap, "BLOCK_M")
     inner.append("amask = " + " & ".join(["mmask[:, None]", *valid]))
     expr.body = inner
+    # each load a tile of its own axis even where every index it keeps is a scalar (one
+    # output channel a group drops that dim from the weight's offset; one output position)
+    expr.tile = "tl.zeros([BLOCK_M, 1], tl.int64)"
     a = expr.value(shape.x, (_col(shape.n_idx), "ci", *in_idx), "amask")
-    # ci spread over the tile's columns: with one output channel a group, that dim drops
-    # out of the weight's offset, and the load must still be a [1, BLOCK_N] tile
-    inner.append("ci_n = ci + tl.zeros([1, BLOCK_N], tl.int64)")
-    b = _weight(expr, shape.w, shape, "ci_n", ci_local, tuple(tap), "nmask[None, :]")
+    expr.tile = "tl.zeros([1, BLOCK_N], tl.int64)"
+    b = _weight(expr, shape.w, shape, "ci", ci_local, tuple(tap), "nmask[None, :]")
+    expr.tile = ""
     inner.append(f"acc += {a} * {b}")
     body.extend("    " + line for line in inner)
 
