@@ -20,8 +20,8 @@ from typing import Any
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import LEAVES, REDUCTIONS, Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, STRIDED_OPERAND_DOTS, VIEW_OPS, Stage, moment_pairs, moments_kernel_name,
-    output_view_of, plan, row_group_kernel_name, row_groups, stage_kernel_name,
+    REDUCE_OPS, STRIDED_OPERAND_DOTS, VIEW_OPS, Stage, moments_kernel_name,
+    output_view_of, plan, row_group_kernel_name, shared_kernels, stage_kernel_name,
     stage_writer_op, streams_rows,
 )
 
@@ -152,10 +152,7 @@ def _staged_plan(an: Analysis) -> KernelPlan:
         stages = stages[:-1]
         notes.append(f"the output is a view (reshape) of kernel {len(stages) - 1}'s result; "
                      f"no kernel copies it")
-    groups = {group[0]: group for group in row_groups(an, stages)}
-    taken = {k for group in groups.values() for k in group}
-    pairs = dict(moment_pairs(an, stages, taken))
-    grouped = {k for group in groups.values() for k in group[1:]} | set(pairs.values())
+    groups, pairs, grouped = shared_kernels(an, stages)
     kernels = [_row_group(an, k, [stages[j] for j in groups[k]], stored, viewed)
                if k in groups else
                _moments_group(an, k, [stage, stages[pairs[k]]], stored) if k in pairs else

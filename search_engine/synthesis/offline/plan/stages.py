@@ -262,6 +262,15 @@ def _divides_by_count(node: IRNode, total: int, count: int) -> bool:
     return node.op == "mul" and math.isclose(ops[1].value * count, 1.0, rel_tol=1e-6)
 
 
+def shared_kernels(an: Analysis, stages: list[Stage]) -> tuple[dict, dict, set]:
+    """Which stages share a kernel: row groups (first stage -> the group's stages), moments
+    pairs (mean stage -> variance stage), and the stages written by another's kernel."""
+    groups = {group[0]: group for group in row_groups(an, stages)}
+    pairs = dict(moment_pairs(an, stages, {k for group in groups.values() for k in group}))
+    written_by_another = {k for group in groups.values() for k in group[1:]} | set(pairs.values())
+    return groups, pairs, written_by_another
+
+
 def moments_kernel_name(k: int) -> str:
     """The kernel of the moments pair whose mean stage is the k-th."""
     return f"kh_stage{k}_moments"

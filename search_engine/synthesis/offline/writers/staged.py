@@ -30,8 +30,8 @@ from typing import Any
 
 from search_engine.synthesis.offline.frontend.ir import Analysis
 from search_engine.synthesis.offline.plan.stages import (
-    REDUCE_OPS, moment_pairs, moments_kernel_name, output_view_of, row_group_kernel_name,
-    row_groups, stage_kernel_name, stage_writer_op,
+    REDUCE_OPS, moments_kernel_name, output_view_of, row_group_kernel_name,
+    shared_kernels, stage_kernel_name, stage_writer_op,
 )
 from search_engine.synthesis.offline.writers import (
     attention, codegen, conv, matmul_variants, pooling, scans,
@@ -57,10 +57,7 @@ def render(problem_source: str, an: Analysis, params: dict[str, Any]) -> str:
     if viewed is not None:  # the output is a view of a stored node
         ctx.stages.pop()
         result = f"kh_b{viewed}.reshape({tuple(an.nodes[an.output].shape)!r})"
-    groups = {group[0]: group for group in row_groups(an, ctx.stages)}
-    taken = {k for group in groups.values() for k in group}
-    pairs = dict(moment_pairs(an, ctx.stages, taken))
-    grouped = {k for group in groups.values() for k in group[1:]} | set(pairs.values())
+    groups, pairs, grouped = shared_kernels(an, ctx.stages)
     for k, stage in enumerate(ctx.stages):
         if k in grouped:  # written by its row group's or moments pair's kernel
             continue

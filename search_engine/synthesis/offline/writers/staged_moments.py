@@ -18,8 +18,7 @@ from search_engine.synthesis.offline.writers.staged_context import (
 )
 from search_engine.synthesis.offline.writers.staged_expr import Expr
 from search_engine.synthesis.offline.writers.staged_writers import (
-    COLUMNS, MIN_COLUMNS_ELEMENTS, ROWS, column_tile, reads_along_outputs, reduction_split,
-    reduction_tile, start_combine_kernel, tile_index,
+    start_combine_kernel, stream_reduction,
 )
 
 # Chan et al.'s merge of two (mean, sum of squared deviations, count) summaries
@@ -35,52 +34,23 @@ def _kh_welford(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
 
 
 def write_moments(ctx: Context, stages: list[Stage], name: str) -> tuple[str, list[str]]:
-    mean_stage, dev_stage = stages
-    node = ctx.nodes[mean_stage.anchor]
-    src = node.refs()[0]
-    in_shape = ctx.nodes[src].shape
-    dims = tuple(node.attrs["dims"])
-    kept = [d for d in range(len(in_shape)) if d not in dims]
-    n_out, n_red = math.prod(node.shape), math.prod(in_shape[d] for d in dims)
-    body = ["pid = tl.program_id(0).to(tl.int64)",
-            "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
-            f"omask = offs < {n_out}"]
-    expr = Expr(ctx, body)
-    out_idx = unravel(body, "offs", node.shape, "o")
-    kept_idx = [out_idx[d] for d in kept] if node.attrs.get("keepdim") else list(out_idx)
-    axes = COLUMNS if n_out * n_red >= MIN_COLUMNS_ELEMENTS and \
-        reads_along_outputs(ctx, src, in_shape, dims, kept_idx) else ROWS
-    block_o, block_r = (column_tile if axes is COLUMNS else reduction_tile)(
-        ctx.params, n_out, n_red)
-    split = reduction_split(ctx.params, "sum", n_out, n_red, block_o, block_r)
-    chunk = -(-(-(-n_red // split)) // block_r) * block_r
-    body += [f"w_{k} = tl.zeros({axes.shape}, tl.float32)" for k in ("n", "mean", "m2")]
-    if split > 1:
-        body.append(f"r_start = tl.program_id(1).to(tl.int64) * {chunk}")
-        body.append(f"for r_start0 in range(0, {chunk}, BLOCK_R):")
-    else:
-        body.append(f"for r_start0 in range(0, {n_red}, BLOCK_R):")
-    inner: list[str] = []
-    expr.body = inner
-    start = "r_start + r_start0" if split > 1 else "r_start0"
-    inner.append(f"rr = {start} + tl.arange(0, BLOCK_R).to(tl.int64)")
-    inner.append(f"rmask = rr < {n_red}")
-    full = tile_index(inner, in_shape, dims, kept_idx, axes)
-    inner.append(f"m2 = omask{axes.kept} & rmask{axes.reduced}")
-    v = expr.value(src, tuple(full), "m2")
-    inner += ["w_n += tl.where(m2, 1.0, 0.0)",  # Welford's update, lane by lane
-              f"delta = tl.where(m2, {v} - w_mean, 0.0)",
-              "w_mean += delta / tl.maximum(w_n, 1.0)",
-              f"w_m2 += delta * tl.where(m2, {v} - w_mean, 0.0)"]
-    body.extend("    " + line for line in inner)
-    body.append(f"acc_mean, acc_m2, acc_n = tl.reduce((w_mean, w_m2, w_n), {axes.axis}, "
+    """The (mean, variance) stage pair's kernel(s): one read of the elements."""
+    node = ctx.nodes[stages[0].anchor]
+    red = stream_reduction(
+        ctx, node, "sum",
+        lambda axes: [f"w_{k} = tl.zeros({axes.shape}, tl.float32)" for k in ("n", "mean", "m2")],
+        lambda v, axes: ["w_n += tl.where(m2, 1.0, 0.0)",  # Welford's update, lane by lane
+                         f"delta = tl.where(m2, {v} - w_mean, 0.0)",
+                         "w_mean += delta / tl.maximum(w_n, 1.0)",
+                         f"w_m2 += delta * tl.where(m2, {v} - w_mean, 0.0)"])
+    body, consts, split, n_out = red.body, red.consts, red.split, red.n_out
+    body.append(f"acc_mean, acc_m2, acc_n = tl.reduce((w_mean, w_m2, w_n), {red.axes.axis}, "
                 "_kh_welford)")
-    consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
     warps = ctx.params["num_warps"]
     if split > 1:
         return _split_moments(ctx, stages, name, body, consts, split, n_out)
     _store_both(ctx, Expr(ctx, body), stages)
-    grid = f"(triton.cdiv({n_out}, {block_o}),)"
+    grid = f"(triton.cdiv({n_out}, {consts['BLOCK_O']}),)"
     return (WELFORD_COMBINE + kernel_source(name, ctx, list(consts), body),
             [launch(name, ctx, grid, consts, warps)])
 

@@ -43,12 +43,47 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
     column sum of a row-major matrix) the tile is turned (`COLUMNS`) so a warp's lanes read
     neighbouring outputs."""
     node = ctx.nodes[stage.anchor]
+    op = node.op
+    red = stream_reduction(ctx, node, op, lambda axes: tile_start(op, axes),
+                           lambda v, axes: accumulate(op, v, axes))
+    body, expr, out_idx, n_out = red.body, red.expr, red.out_idx, red.n_out
+    body.extend(tile_finish(op, red.axes))
+    consts, split = red.consts, red.split
+    warps = ctx.params["num_warps"]
+    if split > 1:
+        return _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx)
+    expr.body, expr.cache = body, {}
+    expr.subst[stage.anchor] = "best" if op in ("argmax", "argmin") else "acc"
+    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK_O], tl.float32)"
+                   if op not in ("argmax", "argmin") else "tl.zeros([BLOCK_O], tl.int64)")
+    grid = f"(triton.cdiv({n_out}, {consts['BLOCK_O']}),)"
+    return (with_combine(op) + kernel_source(name, ctx, list(consts), body),
+            [launch(name, ctx, grid, consts, warps)])
+
+
+@dataclass
+class StreamedReduction:
+    """A reduction kernel's body up to the end of its streaming loop (`stream_reduction`):
+    what its finish, split and epilogue need."""
+    body: list[str]
+    expr: Expr
+    out_idx: list[str]
+    axes: "TileAxes"
+    consts: dict[str, int]  # BLOCK_O, BLOCK_R
+    split: int  # programs per output (1: no partials)
+    n_out: int
+
+
+def stream_reduction(ctx: Context, node, op: str, start, step) -> StreamedReduction:
+    """The kernel body of a reduction `node` (outputs on BLOCK_O, the tile laid as its loads
+    walk memory, split over programs where few outputs reduce many elements) through its
+    loop over the reduced elements: `start(axes)` gives the lines before the loop,
+    `step(value, axes)` each step's lines on the tile's values (masked by `m2`)."""
     src = node.refs()[0]
     in_shape = ctx.nodes[src].shape
     dims = tuple(node.attrs["dims"])
     kept = [d for d in range(len(in_shape)) if d not in dims]
     n_out, n_red = math.prod(node.shape), math.prod(in_shape[d] for d in dims)
-    op = node.op
     body = ["pid = tl.program_id(0).to(tl.int64)",
             "offs = pid * BLOCK_O + tl.arange(0, BLOCK_O)",
             f"omask = offs < {n_out}"]
@@ -61,7 +96,7 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
         ctx.params, n_out, n_red)
     split = reduction_split(ctx.params, op, n_out, n_red, block_o, block_r)
     chunk = -(-(-(-n_red // split)) // block_r) * block_r
-    body.extend(tile_start(op, axes))
+    body.extend(start(axes))
     if split > 1:
         body.append(f"r_start = tl.program_id(1).to(tl.int64) * {chunk}")
         body.append(f"for r_start0 in range(0, {chunk}, BLOCK_R):")
@@ -69,26 +104,15 @@ def write_reduction(ctx: Context, stage: Stage, name: str) -> tuple[str, list[st
         body.append(f"for r_start0 in range(0, {n_red}, BLOCK_R):")
     inner: list[str] = []
     expr.body = inner
-    start = "r_start + r_start0" if split > 1 else "r_start0"  # loop names no index shadows
-    inner.append(f"rr = {start} + tl.arange(0, BLOCK_R).to(tl.int64)")
+    start_at = "r_start + r_start0" if split > 1 else "r_start0"  # no index shadows the loop
+    inner.append(f"rr = {start_at} + tl.arange(0, BLOCK_R).to(tl.int64)")
     inner.append(f"rmask = rr < {n_red}")
     full = tile_index(inner, in_shape, dims, kept_idx, axes)
     inner.append(f"m2 = omask{axes.kept} & rmask{axes.reduced}")
-    v = expr.value(src, tuple(full), "m2")
-    inner.extend(accumulate(op, v, axes))
+    inner.extend(step(expr.value(src, tuple(full), "m2"), axes))
     body.extend("    " + line for line in inner)
-    body.extend(tile_finish(op, axes))
-    consts = {"BLOCK_O": block_o, "BLOCK_R": block_r}
-    warps = ctx.params["num_warps"]
-    if split > 1:
-        return _split_reduction(ctx, stage, name, body, consts, split, n_out, out_idx)
-    expr.body, expr.cache = body, {}
-    expr.subst[stage.anchor] = "best" if op in ("argmax", "argmin") else "acc"
-    store_epilogue(ctx, expr, stage, tuple(out_idx), "omask", "tl.zeros([BLOCK_O], tl.float32)"
-                   if op not in ("argmax", "argmin") else "tl.zeros([BLOCK_O], tl.int64)")
-    grid = f"(triton.cdiv({n_out}, {block_o}),)"
-    return (with_combine(op) + kernel_source(name, ctx, list(consts), body),
-            [launch(name, ctx, grid, consts, warps)])
+    return StreamedReduction(body, expr, out_idx, axes,
+                             {"BLOCK_O": block_o, "BLOCK_R": block_r}, split, n_out)
 
 
 @dataclass(frozen=True)
