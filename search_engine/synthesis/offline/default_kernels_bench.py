@@ -460,9 +460,16 @@ NEIGHBOURS = {
     # depthwise stencils (CONV_LOOP 4, direct FMAs): rows a program and warps; and the
     # direct loop where a conv's few input or output channels pad its MMAs
     **{name: {"block512": {"BLOCK": 512}, "block2048_8w": {"BLOCK": 2048, "num_warps": 8},
-              "block1024_8w": {"num_warps": 8}, "block256": {"BLOCK": 256}}
+              "block1024": {"BLOCK": 1024}, "block1024_8w": {"BLOCK": 1024, "num_warps": 8},
+              "block256": {"BLOCK": 256}, "block512_8w": {"BLOCK": 512, "num_warps": 8}}
        for name in ("conv_depthwise2d", "conv_depthwise_separable")},
-    **{name: {"direct": {"CONV_LOOP": 4}, "direct_8w": {"CONV_LOOP": 4, "num_warps": 8}}
+    **{name: {"direct": {"CONV_LOOP": 4}, "direct_8w": {"CONV_LOOP": 4, "num_warps": 8},
+              "direct_block512": {"CONV_LOOP": 4, "BLOCK": 512},
+              "direct_block128": {"CONV_LOOP": 4, "BLOCK": 128},
+              "direct_block256_8w": {"CONV_LOOP": 4, "BLOCK": 256, "num_warps": 8},
+              "k32": {"BLOCK_K": 32}, "k32_m128_8w": {"BLOCK_K": 32, "BLOCK_M": 128,
+                                                      "num_warps": 8},
+              "flat_k": {"CONV_LOOP": 0}}
        for name in ("conv_transpose3d_mean_softmax", "conv3d_rgb", "conv_transpose3d_grouped",
                     "conv3d_scale_tanh_multiply_sigmoid")},
     # a K split filling one wave (spaces/templates.split_k_default) against none and others

@@ -29,9 +29,12 @@ STENCILS = {
     "few_outputs_few_inputs": ("self.conv = nn.Conv2d(3, 2, 3)", "self.conv(x)",
                                "torch.randn(2, 3, 6, 6)"),
     # the separable pair: the depthwise stencil, then a pointwise conv on tensor cores
-    "separable": ("self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)\n"
-                  "self.pw = nn.Conv2d(8, 16, 1, bias=False)",
-                  "self.pw(self.dw(x))", "torch.randn(2, 8, 6, 5)"),
+    "separable": ("self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)\n"
+                  "self.pw = nn.Conv2d(16, 16, 1, bias=False)",
+                  "self.pw(self.dw(x))", "torch.randn(2, 16, 6, 5)"),
+    # few input channels (the flat loop's gather) and one MMA tile of outputs: K = 81 rolled
+    "rgb_to_16_3d": ("self.conv = nn.Conv3d(3, 16, 3)", "torch.sigmoid(self.conv(x))",
+                     "torch.randn(2, 3, 4, 5, 4)"),
     # a pool whose windows tile the stencil's output, in the same kernel
     "depthwise_then_max_pool": ("self.conv = nn.Conv2d(4, 4, 3, groups=4)",
                                 "F.max_pool2d(self.conv(x), 2)", "torch.randn(2, 4, 10, 8)"),
@@ -52,7 +55,8 @@ def test_stencil_convs_are_direct_and_match_the_reference(name, tmp_path):
     conv = candidate[candidate.index("for kd in"):]
     conv = conv[:conv.index("cmask =")]
     assert "tl.dot" not in conv and "acc += " in conv
-    assert "for kd in tl.static_range(" in gpu  # a short K unrolled
+    if name != "rgb_to_16_3d":
+        assert "for kd in tl.static_range(" in gpu  # a short K unrolled
     if name == "separable":  # the pointwise half keeps its MMA
         assert candidate.count("tl.dot(") == 1
     refused = [f"{f.check}: {f.evidence}" for f in run_static_checks(gpu, torch.float32, "strict")
@@ -91,3 +95,15 @@ def test_the_space_may_ask_any_conv_for_the_direct_loop(tmp_path):
     assert "tl.dot(" not in candidate and "for kd in range(144):" in candidate  # K 144: rolled
     expected, got, _ = run_candidate(source, candidate, tmp_path)
     torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-5)
+
+
+def test_direct_convs_default_to_the_measured_block_on_a_gpu():
+    depthwise = local_analysis(problem(*STENCILS["depthwise_3x3"]))
+    assert staged.default_params(depthwise, "h200", "strict")["BLOCK"] == \
+        staged.NARROW_STENCIL_GPU_BLOCK == 512
+    dense = local_analysis(problem("self.conv = nn.Conv2d(16, 32, 3)", "self.conv(x)",
+                                   "torch.randn(2, 16, 6, 6)"))
+    assert staged.default_params(dense, "h200", "strict")["BLOCK"] == 1024
+    # a separable pair keeps the pointwise default: its second conv is an MMA's
+    separable = local_analysis(problem(*STENCILS["separable"]))
+    assert staged.default_params(separable, "h200", "strict")["BLOCK"] == 1024

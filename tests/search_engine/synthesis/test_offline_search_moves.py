@@ -219,7 +219,7 @@ def test_a_split_parent_tries_unsplitting_moves_last():
 
 
 CONV_RELU = problem("torch.relu(self.conv(x))", "torch.randn(2, 3, 9, 9)",
-                    "self.conv = nn.Conv2d(3, 16, 3, padding=1, dilation=1)")
+                    "self.conv = nn.Conv2d(3, 32, 3, padding=1, dilation=1)")  # 32: an MMA's
 
 
 def test_strict_convolutions_run_their_dots_on_tensor_cores_and_fall_back_to_ieee(run):

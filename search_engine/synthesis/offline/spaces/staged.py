@@ -13,6 +13,7 @@ from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401
 from search_engine.synthesis.offline.plan.stages import plan
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
+from search_engine.synthesis.offline.writers import conv
 from search_engine.synthesis.offline.writers.pooling import ROW_TAPS
 from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 (its writer)
 
@@ -68,7 +69,26 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
         gpu_defaults = CONV_TF32_GPU_DEFAULTS if params["PRECISION"] == "tf32" \
             else CONV_GPU_DEFAULTS
         params.update(gpu_defaults if gpu else {"CONV_LOOP": 2})
+        if gpu and _only_narrow_stencils(an, params):
+            params["BLOCK"] = NARROW_STENCIL_GPU_BLOCK
     return params
+
+
+# The rows a program of a direct (stencil) conv with fewer than 16 output channels a group:
+# on the H100 (default_kernels_bench, 2026-12-07, strict) a depthwise 3x3 over
+# 16x64x512x512 ran 0.99 ms at 512, 1.02 at 256, 1.14 at 1024, 1.70 at 2048 over 8 warps
+# (compile max-autotune 2.24); a direct conv of 16 output channels (Conv3d 3 -> 16) kept
+# 1024 (2.40 ms; 2.66 at 512).
+NARROW_STENCIL_GPU_BLOCK = 512
+
+
+def _only_narrow_stencils(an: Analysis, params: dict[str, Any]) -> bool:
+    """Whether every conv of the problem is a direct one with fewer than 16 output channels a
+    group (BLOCK then sizes the convs' rows)."""
+    convs = [n for n in an.nodes.values() if n.op == "conv"]
+    return bool(convs) and all(
+        conv.loop_of(an.nodes, n, params) == conv.DIRECT
+        and conv.group_channels(an.nodes, n)[1] < conv.MMA_MIN_COLUMNS for n in convs)
 
 
 def pool_tile_default(an: Analysis) -> int:

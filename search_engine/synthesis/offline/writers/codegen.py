@@ -14,6 +14,7 @@ import textwrap
 
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import BINARY, LEAVES, Analysis, Const, IRNode
+from search_engine.synthesis.offline.writers import layout_copy
 from search_engine.synthesis.offline.writers.model_structure import model_init_source
 
 NEG_INF = "float('-inf')"
@@ -276,6 +277,8 @@ def assemble(problem_source: str, an: Analysis, kernels: list[Kernel], forward: 
              "import triton.language as tl", ""]
     parts += [e for e in extras if e] + ([""] if extras else [])
     parts += ["", shape_contract(an), ""]
+    if layout_copy.needed(forward):
+        parts += [layout_copy.SOURCE]
     for kernel in kernels:
         parts += ["", kernel.source()]
     args = an.input_names or [f"x{i}" for i in range(an.input_count)]

@@ -33,6 +33,8 @@ FLAT_K, TAPS_OUTER, TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST, DIRE
 CHANNELS_LAST_LOOPS = (TAPS_OUTER_CHANNELS_LAST, TAPS_FLATTENED_CHANNELS_LAST)
 MIN_TAPS_OUTER_CHANNELS = 16  # fewer channels per group (depthwise): a K tile would be mostly
 #                               padding, so the flat loop (taps inside K) is kept
+MIN_PHASED_CHANNELS = 4  # a strided transposed conv skips taps per phase: a K tile half or
+#                          three-quarters padding still does fewer MMAs than the flat loop
 # A group with fewer output channels than an MMA's narrowest tile (16) and a short K (a
 # depthwise 3x3 has K = 9, N = 1) pads each tensor-core product to 16x16 and more: such a
 # conv is a stencil, written DIRECT (one fp32 FMA per tap and output channel, no padding,
@@ -54,8 +56,8 @@ def write(ctx, stage, name):
     taps = tuple(w_shape[2:])
     k_total = cin_g * math.prod(taps)
     p = ctx.params
-    loop = conv_loop(p, cin_g, cout_g, k_total)
     strides, spatial = tuple(at["stride"]), tuple(out_shape[2:])
+    loop = loop_of(ctx.nodes, node, p)
     pool = ctx.nodes[stage.pool] if stage.pool is not None else None
     window = tuple(pool.attrs["kernel"]) if pool is not None else ()
     # a strided transposed conv, taps outer: one output phase (o mod stride) per program, so
@@ -179,14 +181,38 @@ def _phase_positions(body, strides, spatial, q_idx, phases):
     return o_idx, phase
 
 
-def conv_loop(params, cin_g: int, cout_g: int, k_total: int) -> int:
+def group_channels(nodes, node) -> tuple[int, int]:
+    """(input, output) channels of one group of the conv `node`."""
+    groups = node.attrs["groups"]
+    return nodes[node.refs()[0]].shape[1] // groups, node.shape[1] // groups
+
+
+def loop_of(nodes, node, params) -> int:
+    """The K loop `conv_loop` picks for the conv `node` (its refs looked up in `nodes`)."""
+    at = node.attrs
+    cin_g, cout_g = group_channels(nodes, node)
+    taps = math.prod(nodes[node.refs()[1]].shape[2:])
+    return conv_loop(params, cin_g, cout_g, cin_g * taps,
+                     phased=at["transposed"] and any(s > 1 for s in at["stride"]))
+
+
+def conv_loop(params, cin_g: int, cout_g: int, k_total: int, phased: bool = False) -> int:
     """The K loop written: DIRECT where the space asks for it or an MMA tile would be mostly
     padding (few output channels a group, a short K), the flat loop where a channel tile
-    would be, else the space's."""
+    would be, else the space's. A strided transposed conv (`phased`) keeps a taps-outer
+    loop down to `MIN_PHASED_CHANNELS`: its programs skip the taps their phase never reads
+    (7 of 8 in 3-D at stride 2), which the flat loop can only mask."""
     loop = int(params.get("CONV_LOOP", FLAT_K))
     if loop == DIRECT or (cout_g < MMA_MIN_COLUMNS and k_total <= DIRECT_MAX_K):
         return DIRECT
-    return FLAT_K if cin_g < MIN_TAPS_OUTER_CHANNELS else loop
+    min_channels = MIN_PHASED_CHANNELS if phased else MIN_TAPS_OUTER_CHANNELS
+    if cin_g >= min_channels:
+        return loop
+    # the flat loop unravels every K element's channel and tap into a gathered tile; over
+    # a group of at most one MMA tile's outputs the stencil's FMAs cost less (H100,
+    # 2026-12-07: a Conv3d 3 -> 16 ran 5.99 ms flat, 2.40 direct; 3 -> 64 ran 3.08 flat and
+    # 60-80 direct, its 64 accumulators a row spilling)
+    return DIRECT if cout_g <= MMA_MIN_COLUMNS and not phased else FLAT_K
 
 
 class _Shape:

@@ -12,7 +12,7 @@ import torch
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
 from search_engine.synthesis.offline.plan.gemm_epilogue import is_batched, matmul_dims
 from search_engine.synthesis.offline.plan.kernel_plan import MATMUL_KERNEL, ROWS_KERNEL
-from search_engine.synthesis.offline.writers import codegen, rows
+from search_engine.synthesis.offline.writers import codegen, layout_copy, rows
 from search_engine.synthesis.offline.writers.codegen import operand, pointwise
 
 
@@ -140,8 +140,10 @@ def tma_eligible(an: Analysis) -> bool:
 def _tma_descriptors(an: Analysis, params: dict) -> list[str]:
     a_t, b_t = _operand_layout(an, params)
     bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
-    a = f"kh_a.t().contiguous(), [{bk}, {bm}]" if a_t else f"kh_a.contiguous(), [{bm}, {bk}]"
-    b = f"kh_b.t().contiguous(), [{bn}, {bk}]" if b_t else f"kh_b.contiguous(), [{bk}, {bn}]"
+    a = f"{layout_copy.contiguous('kh_a.t()' if a_t else 'kh_a')}, " \
+        + (f"[{bk}, {bm}]" if a_t else f"[{bm}, {bk}]")
+    b = f"{layout_copy.contiguous('kh_b.t()' if b_t else 'kh_b')}, " \
+        + (f"[{bn}, {bk}]" if b_t else f"[{bk}, {bn}]")
     return ["from triton.tools.tensor_descriptor import TensorDescriptor",
             f"kh_ad = TensorDescriptor.from_tensor({a})",
             f"kh_bd = TensorDescriptor.from_tensor({b})"]
@@ -186,7 +188,7 @@ def render(an: Analysis, params):
     mm_shape = tuple(mm.shape)
     fwd = [f"kh_a = {_operand(an, mm.refs()[0])}", f"kh_b = {_operand(an, mm.refs()[1])}"]
     if params.get("B_KMAJOR"):  # see b_kmajor_pays; a no-op when B is K-major already
-        fwd.append("kh_b = kh_b.transpose(-1, -2).contiguous().transpose(-1, -2)")
+        fwd.append(f"kh_b = {layout_copy.contiguous('kh_b.transpose(-1, -2)')}.transpose(-1, -2)")
     if batched:
         fwd += ["kh_batch, kh_m, kh_k = kh_a.shape", "kh_n = kh_b.shape[2]",
                 "kh_sa = (kh_a.stride(0), kh_a.stride(1), kh_a.stride(2))",

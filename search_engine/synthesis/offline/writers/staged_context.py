@@ -10,7 +10,7 @@ from typing import Any
 
 from search_engine.synthesis.offline.frontend.ir import LEAVES, Analysis
 from search_engine.synthesis.offline.plan.stages import Stage, plan
-from search_engine.synthesis.offline.writers import codegen
+from search_engine.synthesis.offline.writers import codegen, layout_copy
 from search_engine.synthesis.offline.writers.staged_expr import Expr, contiguous_strides
 
 
@@ -67,8 +67,8 @@ class Context:
         order = [d for d in range(rank) if d != dim] + [dim]
         back = [order.index(d) for d in range(rank)]
         name = f"kh_inner{ref}"
-        self.prelude.append(f"{name} = {codegen.leaf_expr(node, self.args)}.permute"
-                            f"{tuple(order)}.contiguous().permute{tuple(back)}")
+        view = f"{codegen.leaf_expr(node, self.args)}.permute{tuple(order)}"
+        self.prelude.append(f"{name} = {layout_copy.contiguous(view)}.permute{tuple(back)}")
         self.renamed[ref] = name
 
     def pointer(self, ref: int) -> str:
