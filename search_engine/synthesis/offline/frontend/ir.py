@@ -79,3 +79,30 @@ def pruned(nodes: dict[int, IRNode], output: int) -> dict[int, IRNode]:
         keep.add(node_id)
         stack.extend(nodes[node_id].refs())
     return {i: nodes[i] for i in sorted(keep)}
+
+
+def deduplicated(nodes: dict[int, IRNode], output: int) -> tuple[dict[int, IRNode], int]:
+    """The graph with each repeated computation kept once (common subexpressions: the same op
+    over the same operands with the same attributes), its users pointed at the first copy.
+    A reference that writes `(x - x.mean()) / x.std()` computes the mean twice, and `std`
+    its own `x - mean` again: kept once, the planner sees one mean its variance pairs with
+    and no kernel reads x for a result it already has. Every op is a pure function of its
+    operands and attributes (the frontend traces no random ops), so merging is exact."""
+    first: dict[tuple, int] = {}
+    replaced: dict[int, int] = {}
+    out: dict[int, IRNode] = {}
+    for node_id in sorted(nodes):
+        node = nodes[node_id]
+        operands = [replaced.get(a, a) if isinstance(a, int) else a for a in node.operands]
+        key = (node.op, tuple(operands), repr(sorted(node.attrs.items())), node.shape,
+               node.dtype)
+        if key in first:
+            replaced[node_id] = first[key]
+            continue
+        first[key] = node_id
+        out[node_id] = node if operands == node.operands else \
+            IRNode(node.id, node.op, operands, dict(node.attrs), node.shape, node.dtype)
+    if not replaced:
+        return nodes, output
+    output = replaced.get(output, output)
+    return pruned(out, output), output

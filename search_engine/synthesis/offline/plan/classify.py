@@ -14,7 +14,7 @@ import torch
 
 from search_engine.synthesis.base import NotCoveredError
 from search_engine.synthesis.offline.frontend.ir import (
-    LEAVES, REDUCTIONS, STAGED_OPS, Analysis, IRNode, pruned,
+    LEAVES, REDUCTIONS, STAGED_OPS, Analysis, IRNode, deduplicated, pruned,
 )
 from search_engine.synthesis.offline.frontend.json_io import CoverageUnknown, graph_from_json
 from search_engine.synthesis.offline.plan.algebra import simplified
@@ -49,7 +49,7 @@ def analysis_from_json(data: Any) -> Analysis:
 def classify(all_nodes: dict[int, IRNode], output: int, input_count: int,
              op_names: list[str], input_names: list[str], output_dtype: str) -> Analysis:
     """The family of the graph that computes `output` (pure: no problem code runs)."""
-    nodes, output = simplified(pruned(all_nodes, output), output)
+    nodes, output = simplified(*deduplicated(pruned(all_nodes, output), output))
     if needs_staging(nodes):
         return classify_staged(nodes, output, input_count, op_names, input_names, output_dtype)
     try:
