@@ -13,16 +13,11 @@ pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1"
 
 
 @pytest.fixture(scope="module")
-def helper():
-    import triton
-    import triton.language as tl
-    scope = {"torch": torch, "triton": triton, "tl": tl}
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "kh_layout_copy_helper.py")
-    with open(path, "w") as f:  # @triton.jit reads the function's source from a file
-        f.write("import torch\nimport triton\nimport triton.language as tl\n" + layout_copy.SOURCE)
-    code = compile(open(path).read(), path, "exec")
-    exec(code, scope)
-    return scope
+def helper(tmp_path_factory):
+    from .conftest import load_candidate
+    module = load_candidate("import torch\nimport triton\nimport triton.language as tl\n"
+                            + layout_copy.SOURCE, tmp_path_factory.mktemp("layout_copy"))
+    return vars(module)
 
 
 def _device():

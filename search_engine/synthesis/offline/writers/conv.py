@@ -51,8 +51,7 @@ def write(ctx, stage, name):
     bias = node.refs()[2] if len(node.refs()) > 2 else None
     x_shape, w_shape, out_shape = ctx.nodes[x].shape, ctx.nodes[w].shape, node.shape
     groups = at["groups"]
-    c_in, c_out = x_shape[1], out_shape[1]
-    cin_g, cout_g = c_in // groups, c_out // groups
+    cin_g, cout_g = group_channels(ctx.nodes, node)
     taps = tuple(w_shape[2:])
     k_total = cin_g * math.prod(taps)
     p = ctx.params

@@ -140,13 +140,11 @@ def tma_eligible(an: Analysis) -> bool:
 def _tma_descriptors(an: Analysis, params: dict) -> list[str]:
     a_t, b_t = _operand_layout(an, params)
     bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
-    a = f"{layout_copy.contiguous('kh_a.t()' if a_t else 'kh_a')}, " \
-        + (f"[{bk}, {bm}]" if a_t else f"[{bm}, {bk}]")
-    b = f"{layout_copy.contiguous('kh_b.t()' if b_t else 'kh_b')}, " \
-        + (f"[{bn}, {bk}]" if b_t else f"[{bk}, {bn}]")
+    a_view, a_block = ("kh_a.t()", [bk, bm]) if a_t else ("kh_a", [bm, bk])
+    b_view, b_block = ("kh_b.t()", [bn, bk]) if b_t else ("kh_b", [bk, bn])
     return ["from triton.tools.tensor_descriptor import TensorDescriptor",
-            f"kh_ad = TensorDescriptor.from_tensor({a})",
-            f"kh_bd = TensorDescriptor.from_tensor({b})"]
+            f"kh_ad = TensorDescriptor.from_tensor({layout_copy.contiguous(a_view)}, {a_block})",
+            f"kh_bd = TensorDescriptor.from_tensor({layout_copy.contiguous(b_view)}, {b_block})"]
 
 
 def epilogue_lines(an: Analysis, ids: list[int], mm_id: int, out_id: int) -> list[str]:
