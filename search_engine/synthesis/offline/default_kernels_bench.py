@@ -232,6 +232,14 @@ PROBLEMS = {
     "conv3d_rgb": (_problem("self.conv(x)", "torch.randn(16, 3, 64, 64, 64)",
                             "self.conv = nn.Conv3d(3, 64, 3, bias=False)"),
                    _conv_flops(16, 64, 3, (3, 3, 3), (62, 62, 62)), "flops"),
+    # KernelBench L1's convs over 3 input channels (the flat K loop): 2-D on an asymmetric
+    # input, 3-D with an asymmetric kernel
+    "conv2d_rgb": (_problem("self.conv(x)", "torch.randn(16, 3, 128, 256)",
+                            "self.conv = nn.Conv2d(3, 64, 3, bias=False)"),
+                   _conv_flops(16, 64, 3, (3, 3), (126, 254)), "flops"),
+    "conv3d_rgb_357": (_problem("self.conv(x)", "torch.randn(16, 3, 64, 64, 64)",
+                                "self.conv = nn.Conv3d(3, 64, (3, 5, 7), bias=False)"),
+                       _conv_flops(16, 64, 3, (3, 5, 7), (62, 60, 58)), "flops"),
     "bmm": (_problem("torch.bmm(a, b)", "torch.randn(128, 512, 1024), torch.randn(128, 1024, 2048)",
                      args="a, b"), 2 * 128 * 512 * 1024 * 2048, "flops"),
     "matmul_transposed_a": (_problem("torch.matmul(a.T, b)",
@@ -442,12 +450,22 @@ NEIGHBOURS = {
                "b_as_stored": {"B_KMAJOR": 0}, "tma_b_as_stored": {"TMA": 1, "B_KMAJOR": 0},
                "m256_k32_s3": {"BLOCK_M": 256, "BLOCK_K": 32, "num_stages": 3},
                "persistent_k32_s4": {"PERSISTENT": 1, "BLOCK_K": 32, "num_stages": 4},
-               "pointer_loads": {"TMA": 0}},
+               "pointer_loads": {"TMA": 0},
+               "tma_store_s2": {"TMA_STORE": 1, "num_stages": 2}},
     # a K of 32 (one K tile): the 1 GB output's stores are the work
     "matmul_tall_skinny": {"n256": {"BLOCK_N": 256}, "m64_4w": {"BLOCK_M": 64, "num_warps": 4},
                            "pointer_loads": {"TMA": 0}, "m256_n64": {"BLOCK_M": 256,
                                                                      "BLOCK_N": 64},
-                           "b_as_stored": {"B_KMAJOR": 0}},
+                           "b_as_stored": {"B_KMAJOR": 0},
+                           # the output through TMA stores, a persistent grid (a tile's
+                           # stores overlap the next tile's loads), both
+                           "tma_store": {"TMA_STORE": 1},
+                           "persistent": {"PERSISTENT": 1},
+                           "persistent_tma_store": {"PERSISTENT": 1, "TMA_STORE": 1},
+                           "m64_tma_store_4w": {"BLOCK_M": 64, "TMA_STORE": 1,
+                                                "num_warps": 4},
+                           "n64_persistent_tma_store": {"BLOCK_N": 64, "PERSISTENT": 1,
+                                                        "TMA_STORE": 1}},
     "gemm_bias_relu": {"ieee": {"PRECISION": "ieee"}, "stages4": {"num_stages": 4},
                        "k64_stages2": {"BLOCK_K": 64, "num_stages": 2},
                        "n256_stages3": {"BLOCK_N": 256, "num_stages": 3},
@@ -478,7 +496,7 @@ NEIGHBOURS = {
                                                       "num_warps": 8},
               "flat_k": {"CONV_LOOP": 0}}
        for name in ("conv_transpose3d_mean_softmax", "conv3d_rgb", "conv_transpose3d_grouped",
-                    "conv3d_scale_tanh_multiply_sigmoid")},
+                    "conv3d_scale_tanh_multiply_sigmoid", "conv2d_rgb", "conv3d_rgb_357")},
     # a K split filling one wave (spaces/templates.split_k_default) against none and others
     **{name: {"split1": {"SPLIT_K": 1}, "split4": {"SPLIT_K": 4},
               "split16_m64": {"SPLIT_K": 16, "BLOCK_M": 64},

@@ -31,6 +31,8 @@ def dot_shared_memory_bytes(params: dict[str, Any], element_bytes: int) -> int:
         # compiles: 128x256x32 tf32 in 3 stages asks 147456 bytes one tile a program and
         # 278528 persistent; 64x256x32, 122880 and 188416)
         epilogue = params["BLOCK_M"] * params["BLOCK_N"] * 4
+    if params.get("TMA_STORE"):  # the whole output tile staged for the copy engine
+        epilogue = params["BLOCK_M"] * params["BLOCK_N"] * 4
     return stages * tiles * element_bytes + epilogue
 
 

@@ -84,7 +84,7 @@ def default_params(an: Analysis, target: str, policy: str) -> dict[str, Any]:
         return _coop_default(an, _column_default(an, params), target)
     params = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
               "num_stages": 3, "SPLIT_K": 1, "PRECISION": STRICT_DOT_PRECISION, "TMA": 0,
-              "PERSISTENT": 0}
+              "PERSISTENT": 0, "TMA_STORE": 0}
     if target != "interpreter":
         # H100/H200 class: 128x128x64 tiles, 8 warps, 3 stages keep the tensor cores fed
         # while A+B tiles (2 x 32 KiB fp32 per stage) stay inside shared memory (measured on
@@ -276,6 +276,9 @@ def valid(an: Analysis, params: dict[str, Any]) -> bool:
             return False  # a row that fits one program's registers is read once already
     if an.family == "matmul" and params.get("TMA") and not matmul.tma_eligible(an):
         return False
+    if an.family == "matmul" and params.get("TMA_STORE") and \
+            not matmul.tma_store_applies(an, params):
+        return False
     if an.family == "matmul" and params.get("B_KMAJOR") and not matmul.b_kmajor_applies(an):
         return False
     if an.family == "matmul" and params.get("PERSISTENT") and \
@@ -367,6 +370,7 @@ MOVES: dict[str, dict[str, Callable[[dict], dict | None]]] = {
         "dot_tf32x3": _set("PRECISION", STRICT_DOT_PRECISION),
         "dot_ieee": _set("PRECISION", "ieee"),
         "to_tma": _set("TMA", 1), "tma_off": _set("TMA", 0),
+        "tma_store": _set("TMA_STORE", 1), "tma_store_off": _set("TMA_STORE", 0),
         "b_kmajor": _set("B_KMAJOR", 1), "b_as_stored": _set("B_KMAJOR", 0),
         "to_persistent": _set("PERSISTENT", 1), "persistent_off": _set("PERSISTENT", 0),
         "tail_rows_up": _step("tail_ROWS", 1, "rows"),
@@ -384,7 +388,7 @@ MOVES_BY_DIAGNOSIS = {
     # cooperating programs, whole row in registers), then more bytes in flight per program
     "memory": ["to_online", "to_coop", "coop_ahead", "to_single", "to_split", "block_up",
                "rows_up", "chunk_up", "warps_up", "split_up", "split_down",
-               "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tail_to_online",
+               "tile_k_up", "stages_up", "group_m_up", "tile_n_up", "tma_store", "tail_to_online",
                "tail_rows_up"],
     "compute": ["dot_tf32x3", "b_kmajor", "to_tma", "tile_m_up", "tile_n_up", "stages_up", "tf32", "warps_up",
                 "tile_k_up", "group_m_up", "to_persistent"],
@@ -432,6 +436,9 @@ MOVE_REASONS = {
     "to_tma": "Hopper TMA descriptors: the copy engine loads the tiles, no address math "
               "or masks in the K loop",
     "tma_off": "pointer loads instead of TMA descriptors",
+    "tma_store": "the output tile stored through a TMA descriptor: whole lines written by "
+                 "the copy engine from shared memory (a GEMM whose time is its output)",
+    "tma_store_off": "the output tile stored through pointers",
     "b_kmajor": "B copied K-major first: fp32 (tf32) tensor-core operands must be K-major "
                 "in shared memory, an N-major B falls off the fast MMA path",
     "b_as_stored": "B read as stored: no copy (small M, or 16-bit operands)",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from search_engine.synthesis.offline.frontend.ir import LEAVES
 from search_engine.synthesis.offline.writers import codegen
 from search_engine.synthesis.offline.writers.staged_context import (
     dot_precision, finish_dot_stage, p2, unravel,
@@ -99,7 +100,8 @@ def write(ctx, stage, name):
     if pool is not None:
         o_idx = _window_positions(body, o_idx, window)
     body.append("acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
-    shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at, pos[1:], phase_idx)
+    shape = _Shape(x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, at, pos[1:], phase_idx,
+                   unpooled=pool is None)
     if loop == DIRECT:
         _direct_loop(expr, body, shape)
     elif loop == FLAT_K:
@@ -218,12 +220,13 @@ class _Shape:
     """What both K loops need of the convolution."""
 
     def __init__(self, x, w, x_shape, taps, cin_g, k_total, n_idx, o_idx, attrs, rows,
-                 phase):
+                 phase, unpooled=True):
         self.x, self.w, self.x_shape, self.taps = x, w, x_shape, taps
         self.cin_g, self.k_total, self.n_idx, self.o_idx, self.attrs = cin_g, k_total, \
             n_idx, o_idx, attrs
         # a phased program's row indices q (o = q·stride + phase) and its phase; else None
         self.rows, self.phase = rows, phase
+        self.unpooled = unpooled  # its rows are the conv's own output positions
 
 
 def _input_positions(lines, shape, tap, rows: str) -> tuple[list[str], list[str]]:
@@ -249,8 +252,11 @@ def _input_positions(lines, shape, tap, rows: str) -> tuple[list[str], list[str]
 
 def _flat_k_loop(ctx, expr, body, shape):
     """K = (channel, taps...) flattened: one loop, each K element's channel and tap unravelled
-    (depthwise and few-channel convolutions, where a channel tile would be mostly padding)."""
+    (depthwise and few-channel convolutions, where a channel tile would be mostly padding).
+    A plain conv over stored operands reads them at separable offsets (`_separable_loads`)."""
     x, w = shape.x, shape.w
+    separable = not shape.attrs["transposed"] and _stored(ctx, expr, x) and _stored(ctx, expr, w)
+    row_parts = _row_offsets(ctx, body, shape) if separable else None
     body.append(f"for k_start in range(0, {shape.k_total}, BLOCK_K):")
     inner: list[str] = ["rk = k_start + tl.arange(0, BLOCK_K).to(tl.int64)",
                         f"kmask = rk < {shape.k_total}"]
@@ -259,14 +265,77 @@ def _flat_k_loop(ctx, expr, body, shape):
     ci_local, tap = kk[0], kk[1:]
     channel = ci_local if ci_local != "0" else "tl.zeros([BLOCK_K], tl.int64)"  # depthwise
     inner.append(f"ci = g * {shape.cin_g} + {channel}")
-    in_idx, valid = _input_positions(inner, shape, [_row(t) for t in tap], "BLOCK_M")
-    inner.append("amask = " + " & ".join(["mmask[:, None]", "kmask[None, :]", *valid]))
-    a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
-    inner.append("bmask = kmask[:, None] & nmask[None, :]")
-    tap_rows = tuple(_col(t) for t in tap)
-    b = _weight(expr, w, shape, "(ci)[:, None]", _col(ci_local), tap_rows, "bmask")
+    if separable:
+        a, b = _separable_loads(ctx, expr, inner, shape, row_parts, ci_local, tap)
+    else:
+        in_idx, valid = _input_positions(inner, shape, [_row(t) for t in tap], "BLOCK_M")
+        inner.append("amask = " + " & ".join(["mmask[:, None]", "kmask[None, :]", *valid]))
+        a = expr.value(x, (_col(shape.n_idx), "(ci)[None, :]", *in_idx), "amask")
+        inner.append("bmask = kmask[:, None] & nmask[None, :]")
+        tap_rows = tuple(_col(t) for t in tap)
+        b = _weight(expr, w, shape, "(ci)[:, None]", _col(ci_local), tap_rows, "bmask")
     inner.append(f"acc += tl.dot({a}, {b}, input_precision='{dot_precision(ctx.params)}')")
     body.extend("    " + line for line in inner)
+
+
+def _stored(ctx, expr, ref: int) -> bool:
+    """Whether `ref` is loaded as stored (a leaf or an earlier stage's buffer), not computed
+    in this kernel: its elements then sit at offsets its strides give."""
+    node = ctx.nodes[ref]
+    return ref not in expr.subst and not node.attrs.get("scalar") and (
+        node.op in LEAVES or (ref in ctx.stored and ref not in expr.local))
+
+
+def _terms(ctx, ref: int, idx) -> str:
+    """`ref`'s element offset at `idx` (one index per dim) as `index * stride + ...`,
+    size-1 dims left out (their strides are not kernel arguments)."""
+    return " + ".join(f"({i}) * {s}" for i, s, size in zip(idx, ctx.strides(ref),
+                                                           ctx.nodes[ref].shape)
+                      if size != 1 and i != "0") or "0"
+
+
+def _row_offsets(ctx, body, shape) -> list[str]:
+    """Before the K loop, once per program: each row's input offset at tap 0 (`row_off`)
+    and, per spatial dim, its first input position (`r<d>`: out·stride − pad)."""
+    at, starts = shape.attrs, []
+    for d, o in enumerate(shape.o_idx):
+        body.append(f"r{d} = tl.zeros([BLOCK_M], tl.int64) + ({o}) * {at['stride'][d]} "
+                    f"- {at['padding'][d]}")
+        starts.append(f"r{d}")
+    body.append("row_off = tl.zeros([BLOCK_M], tl.int64) + "
+                + _terms(ctx, shape.x, [shape.n_idx, "0", *starts]))
+    return starts
+
+
+def _separable_loads(ctx, expr, inner, shape, starts, ci_local, tap) -> tuple[str, str]:
+    """A plain conv's A and B tiles at separable offsets: input position = (out·stride −
+    pad) + tap·dilation, so an A element's offset is its row's (`row_off`, once per
+    program) plus its K column's (a [BLOCK_K] vector), one add per element where the
+    general gather multiplies every dim's 2-D index by its stride; likewise B's. Only a
+    padded dim keeps a bounds test: unpadded, every tap of a valid conv is in range."""
+    at, reach = shape.attrs, []
+    for d, t in enumerate(tap):
+        inner.append(f"q{d} = tl.zeros([BLOCK_K], tl.int64) + ({t}) * {at['dilation'][d]}")
+        reach.append(f"q{d}")
+    inner.append("k_off = tl.zeros([BLOCK_K], tl.int64) + "
+                 + _terms(ctx, shape.x, ["0", "ci", *reach]))
+    valid = [f"(r{d}[:, None] + q{d}[None, :] >= 0) & (r{d}[:, None] + q{d}[None, :] < "
+             f"{shape.x_shape[2 + d]})" for d in range(len(tap))
+             if at["padding"][d] > 0 or not shape.unpooled]
+    inner.append("amask = " + " & ".join(["mmask[:, None]", "kmask[None, :]", *valid]))
+    a = _tile_load(ctx, expr, shape.x, "row_off[:, None] + k_off[None, :]", "amask")
+    inner.append("w_off = tl.zeros([BLOCK_K], tl.int64) + "
+                 + _terms(ctx, shape.w, ["0", ci_local, *tap]))
+    inner.append("bmask = kmask[:, None] & nmask[None, :]")
+    co_off = _terms(ctx, shape.w, ["co", *["0"] * (len(tap) + 1)])
+    b = _tile_load(ctx, expr, shape.w, f"w_off[:, None] + (tl.zeros([BLOCK_N], tl.int64) + "
+                   f"{co_off})[None, :]", "bmask")
+    return a, b
+
+
+def _tile_load(ctx, expr, ref: int, offset: str, mask: str) -> str:
+    return expr.var(f"tl.load({ctx.pointer(ref)} + {offset}, mask={mask}, other=0.0)"
+                    ".to(tl.float32)")
 
 
 def _direct_loop(expr, body, shape):

@@ -137,6 +137,15 @@ def tma_eligible(an: Analysis) -> bool:
     return (not a_t or a_rank == 2) and a_row % per_16 == 0 and b_row % per_16 == 0
 
 
+def tma_store_applies(an: Analysis, params: dict) -> bool:
+    """The output tile stored through a TMA descriptor: a TMA kernel without split K (whose
+    partials go to an atomic workspace) over an output whose rows are 16-byte aligned."""
+    if not params.get("TMA") or params.get("SPLIT_K", 1) != 1 or not tma_eligible(an):
+        return False
+    dtype = an.output_dtype if an._rows_tail is None else "torch.float32"
+    return matmul_dims(an)[1] * getattr(torch, dtype.split(".")[-1]).itemsize % 16 == 0
+
+
 def _tma_descriptors(an: Analysis, params: dict) -> list[str]:
     a_t, b_t = _operand_layout(an, params)
     bm, bn, bk = params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"]
@@ -147,7 +156,11 @@ def _tma_descriptors(an: Analysis, params: dict) -> list[str]:
             f"kh_bd = TensorDescriptor.from_tensor({layout_copy.contiguous(b_view)}, {b_block})"]
 
 
-def epilogue_lines(an: Analysis, ids: list[int], mm_id: int, out_id: int) -> list[str]:
+def epilogue_lines(an: Analysis, ids: list[int], mm_id: int, out_id: int,
+                   tma_store: bool = False) -> list[str]:
+    """The epilogue on the accumulator, then the tile's store: through pointers, or with
+    `tma_store` through the output's descriptor (the copy engine writes whole lines from
+    shared memory while the program goes on; out-of-range parts are clipped)."""
     names = {mm_id: "acc"}
     lines = []
     for i in ids:
@@ -160,6 +173,10 @@ def epilogue_lines(an: Analysis, ids: list[int], mm_id: int, out_id: int) -> lis
         else:
             lines.append(f"e{i} = " + pointwise(node, [operand(a, names) for a in node.operands]))
         names[i] = f"e{i}"
+    if tma_store:
+        lines.append(f"out_ptr.store([pid_m * BLOCK_M, pid_n * BLOCK_N], "
+                     f"{names[out_id]}.to(out_ptr.dtype))")
+        return lines
     lines.append("out_ptrs = out_ptr + batch * stride_ob + rm[:, None] * stride_om "
                  "+ rn[None, :] * stride_on")
     lines.append(f"tl.store(out_ptrs, {names[out_id]}.to(out_ptr.dtype.element_ty), "
@@ -207,7 +224,8 @@ def render(an: Analysis, params):
     leaf_args = "".join(f", kh_t{i}, kh_st{i}[0], kh_st{i}[1], kh_st{i}[2]" for i in leaves)
     kernels = []
     epi_ids = [i for i in fused if an.nodes[i].op not in LEAVES or i in leaves]
-    epi = epilogue_lines(an, epi_ids, an.matmul, an._split)
+    tma_store = bool(params.get("TMA_STORE")) and tma_store_applies(an, params)
+    epi = epilogue_lines(an, epi_ids, an.matmul, an._split, tma_store)
     mm_kernel = codegen.Kernel(MATMUL_KERNEL)
     mm_kernel.params = ["a_ptr", "b_ptr", "out_ptr"]
     common = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk",
@@ -220,6 +238,10 @@ def render(an: Analysis, params):
     body = MATMUL_PREAMBLE.splitlines() + loop
     if tma:
         fwd += _tma_descriptors(an, params)
+    if tma_store:
+        fwd.append(f"kh_yd = TensorDescriptor.from_tensor(kh_y.view(kh_m, kh_n), "
+                   f"[{params['BLOCK_M']}, {params['BLOCK_N']}])")
+    out = "kh_yd" if tma_store else "kh_y"
     operands = "kh_ad, kh_bd" if tma else "kh_a, kh_b"
     mm_args = (operands + ", {out}, kh_m, kh_n, kh_k, kh_sa[0], kh_sa[1], kh_sa[2], kh_sb[0], "
                "kh_sb[1], kh_sb[2], kh_so[0], kh_so[1], kh_so[2]")
@@ -232,14 +254,14 @@ def render(an: Analysis, params):
         kernels.append(mm_kernel)
         fwd += _persistent_launch(tiles)
         fwd.append(f"{MATMUL_KERNEL}[(kh_programs, 1, 1)]("
-                   f"{mm_args.format(out='kh_y')}, kh_programs{leaf_args}, "
+                   f"{mm_args.format(out=out)}, kh_programs{leaf_args}, "
                    f"{consts}{launch_tail}")
     elif split_k == 1:
         mm_kernel.params += common + leaf_params + block_params
         mm_kernel.body = body + epi
         kernels.append(mm_kernel)
         fwd.append(f"{MATMUL_KERNEL}[({tiles}, 1, kh_batch)]("
-                   f"{mm_args.format(out='kh_y')}{leaf_args}, "
+                   f"{mm_args.format(out=out)}{leaf_args}, "
                    f"{consts}{launch_tail}")
     else:
         mm_kernel.params += common + block_params
