@@ -494,7 +494,9 @@ NEIGHBOURS = {
               "direct_block256_8w": {"CONV_LOOP": 4, "BLOCK": 256, "num_warps": 8},
               "k32": {"BLOCK_K": 32}, "k32_m128_8w": {"BLOCK_K": 32, "BLOCK_M": 128,
                                                       "num_warps": 8},
-              "flat_k": {"CONV_LOOP": 0}}
+              "flat_k": {"CONV_LOOP": 0},
+              "rows_fast": {"CONV_ROWS_FAST": 1},
+              "rows_fast_m128_8w": {"CONV_ROWS_FAST": 1, "BLOCK_M": 128, "num_warps": 8}}
        for name in ("conv_transpose3d_mean_softmax", "conv3d_rgb", "conv_transpose3d_grouped",
                     "conv3d_scale_tanh_multiply_sigmoid", "conv2d_rgb", "conv3d_rgb_357")},
     # a K split filling one wave (spaces/templates.split_k_default) against none and others

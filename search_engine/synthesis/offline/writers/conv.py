@@ -319,11 +319,17 @@ def _separable_loads(ctx, expr, inner, shape, starts, ci_local, tap) -> tuple[st
         reach.append(f"q{d}")
     inner.append("k_off = tl.zeros([BLOCK_K], tl.int64) + "
                  + _terms(ctx, shape.x, ["0", "ci", *reach]))
-    valid = [f"(r{d}[:, None] + q{d}[None, :] >= 0) & (r{d}[:, None] + q{d}[None, :] < "
+    # CONV_ROWS_FAST (an experiment): the A tile loaded K x M and transposed, so a warp's
+    # lanes walk M, along which an output row's input positions are contiguous
+    rows, cols = ("[None, :]", "[:, None]") if ctx.params.get("CONV_ROWS_FAST") else \
+        ("[:, None]", "[None, :]")
+    valid = [f"(r{d}{rows} + q{d}{cols} >= 0) & (r{d}{rows} + q{d}{cols} < "
              f"{shape.x_shape[2 + d]})" for d in range(len(tap))
              if at["padding"][d] > 0 or not shape.unpooled]
-    inner.append("amask = " + " & ".join(["mmask[:, None]", "kmask[None, :]", *valid]))
-    a = _tile_load(ctx, expr, shape.x, "row_off[:, None] + k_off[None, :]", "amask")
+    inner.append("amask = " + " & ".join([f"mmask{rows}", f"kmask{cols}", *valid]))
+    a = _tile_load(ctx, expr, shape.x, f"row_off{rows} + k_off{cols}", "amask")
+    if ctx.params.get("CONV_ROWS_FAST"):
+        a = expr.var(f"tl.trans({a})")
     inner.append("w_off = tl.zeros([BLOCK_K], tl.int64) + "
                  + _terms(ctx, shape.w, ["0", ci_local, *tap]))
     inner.append("bmask = kmask[:, None] & nmask[None, :]")
