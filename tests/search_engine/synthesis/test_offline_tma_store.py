@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from search_engine.evaluation.integrity.static_checks import run_static_checks
 from search_engine.synthesis.offline import OfflineSynthesizer
 from search_engine.synthesis.offline.spaces import resources, templates
 
@@ -28,6 +29,13 @@ def test_the_tile_stored_through_a_descriptor_is_the_product(source, persistent,
     an, params, candidate = _render(source, TMA=1, TMA_STORE=1, PERSISTENT=persistent,
                                     BLOCK_M=32, BLOCK_N=32)
     assert templates.valid(an, params)
+    gpu_params = {**templates.default_params(an, "h200", "strict"), "TMA_STORE": 1,
+                  "PERSISTENT": persistent}
+    gpu = OfflineSynthesizer().render(source, gpu_params)
+    assert "out_ptr.store([pid_m * BLOCK_M, pid_n * BLOCK_N]" in gpu
+    refused = [f"{f.check}: {f.evidence}" for f in run_static_checks(gpu, torch.float32, "strict")
+               if f.severity != "warning"]
+    assert not refused
     assert "kh_yd = TensorDescriptor.from_tensor(kh_y.view(kh_m, kh_n)" in candidate
     assert "out_ptr.store([pid_m * BLOCK_M, pid_n * BLOCK_N]" in candidate
     for seed in (1, 2):
