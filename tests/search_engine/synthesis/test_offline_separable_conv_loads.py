@@ -1,7 +1,8 @@
 """The flat K loop of a plain conv (few input channels a group: KernelBench's 3-channel
 convs) reads its A and B tiles at separable offsets: a row's input offset once per program,
 each K column's once per step, one add per element; only padded dims keep a bounds test.
-Transposed convs and pooled rows keep the general gather's tests."""
+The direct loop (stencils) likewise, its step's offset a scalar. Transposed convs and
+pooled rows keep the general gather's tests."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from search_engine.evaluation.integrity.static_checks import run_static_checks
-from search_engine.synthesis.offline.writers.conv import FLAT_K
+from search_engine.synthesis.offline.writers.conv import DIRECT, FLAT_K
 
 from .conftest import run_candidate
 from .test_offline_direct_convs import _render
@@ -79,3 +80,16 @@ def test_transposed_and_pooled_convs_keep_their_tests(init, forward, inputs, tmp
     expected, got, launched = run_candidate(source, candidate, tmp_path)
     assert launched
     torch.testing.assert_close(got.double(), expected.double(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_direct_steps_add_one_scalar_offset_to_the_rows(name, tmp_path):
+    init, forward, inputs = PLAIN[name]
+    source = problem(init, forward, inputs)
+    (_, candidate), (_, gpu) = _render(source, CONV_LOOP=DIRECT)
+    for rendered in (candidate, gpu):
+        assert "tl.dot(" not in rendered and "+ (row_off + tap_off)[:, None]" in rendered
+    step = candidate[candidate.index("for kd in"):candidate.index("cmask =")]
+    padded = "padding=1" in init or "padding=2" in init or "padding=(1" in init
+    assert ("r0[:, None] +" in step) == padded  # bounds only where padded
+    check_candidate(source, candidate, gpu, tmp_path)

@@ -350,11 +350,19 @@ def _direct_loop(expr, body, shape):
     fp32 on the CUDA cores; a short K is unrolled so the taps' loads overlap."""
     k_range = (f"tl.static_range({shape.k_total})" if shape.k_total <= DIRECT_UNROLL_K
                else f"range({shape.k_total})")
+    separable = not shape.attrs["transposed"] and _stored(expr.ctx, expr, shape.x) and \
+        _stored(expr.ctx, expr, shape.w)
+    if separable:
+        _row_offsets(expr.ctx, body, shape)
     body.append(f"for kd in {k_range}:")
     inner: list[str] = []
     kk = unravel(inner, "kd", (shape.cin_g,) + shape.taps, "k")
     ci_local, tap = kk[0], kk[1:]
     inner.append(f"ci = g * {shape.cin_g} + {ci_local}")
+    if separable:
+        body.extend("    " + line for line in inner + _separable_direct_step(
+            expr, shape, ci_local, tap))
+        return
     in_idx, valid = _input_positions(inner, shape, tap, "BLOCK_M")
     inner.append("amask = " + " & ".join(["mmask[:, None]", *valid]))
     expr.body = inner
@@ -367,6 +375,26 @@ def _direct_loop(expr, body, shape):
     expr.tile = ""
     inner.append(f"acc += {a} * {b}")
     body.extend("    " + line for line in inner)
+
+
+def _separable_direct_step(expr, shape, ci_local, tap) -> list[str]:
+    """One direct step of a plain conv at separable offsets: the rows' input offsets
+    (`row_off`, once a program) plus the step's channel and tap offset, a scalar; bounds
+    tests only on padded dims (and a pooled tile's rows)."""
+    ctx, at, lines = expr.ctx, shape.attrs, []
+    reach = [f"({t}) * {at['dilation'][d]}" if t != "0" else "0" for d, t in enumerate(tap)]
+    lines.append("tap_off = " + _terms(ctx, shape.x, ["0", "ci", *reach]))
+    valid = [f"(r{d}[:, None] + {q} >= 0) & (r{d}[:, None] + {q} < {shape.x_shape[2 + d]})"
+             for d, q in enumerate(reach) if at["padding"][d] > 0 or not shape.unpooled]
+    lines.append("amask = " + " & ".join(["mmask[:, None]", *valid]))
+    expr.body = lines
+    a = _tile_load(ctx, expr, shape.x, "(row_off + tap_off)[:, None]", "amask")
+    co_off = _terms(ctx, shape.w, ["co", *["0"] * (len(tap) + 1)])
+    w_tap = _terms(ctx, shape.w, ["0", ci_local, *tap])
+    b = _tile_load(ctx, expr, shape.w, f"(tl.zeros([BLOCK_N], tl.int64) + {co_off} + {w_tap})"
+                   "[None, :]", "nmask[None, :]")
+    lines.append(f"acc += {a} * {b}")
+    return lines
 
 
 def _taps_outer_loop(ctx, expr, body, shape):
