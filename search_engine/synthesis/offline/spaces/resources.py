@@ -25,13 +25,12 @@ def dot_shared_memory_bytes(params: dict[str, Any], element_bytes: int) -> int:
     stages = max(1, int(params.get("num_stages", 1)))
     tiles = params["BLOCK_M"] * params["BLOCK_K"] + params["BLOCK_K"] * params["BLOCK_N"]
     epilogue = params["BLOCK_M"] * params["BLOCK_N"]  # a quarter of the fp32 accumulator
-    if params.get("PERSISTENT"):
+    if params.get("PERSISTENT") or params.get("TMA_STORE"):
         # the pipeline's buffers stay live from one tile to the next, so the epilogue's
         # layout conversion gets its own scratch, up to the whole fp32 accumulator (sm_90
         # compiles: 128x256x32 tf32 in 3 stages asks 147456 bytes one tile a program and
-        # 278528 persistent; 64x256x32, 122880 and 188416)
-        epilogue = params["BLOCK_M"] * params["BLOCK_N"] * 4
-    if params.get("TMA_STORE"):  # the whole output tile staged for the copy engine
+        # 278528 persistent; 64x256x32, 122880 and 188416); a TMA store stages the whole
+        # output tile for the copy engine
         epilogue = params["BLOCK_M"] * params["BLOCK_N"] * 4
     return stages * tiles * element_bytes + epilogue
 

@@ -255,8 +255,9 @@ def _flat_k_loop(ctx, expr, body, shape):
     (depthwise and few-channel convolutions, where a channel tile would be mostly padding).
     A plain conv over stored operands reads them at separable offsets (`_separable_loads`)."""
     x, w = shape.x, shape.w
-    separable = not shape.attrs["transposed"] and _stored(ctx, expr, x) and _stored(ctx, expr, w)
-    row_parts = _row_offsets(ctx, body, shape) if separable else None
+    separable = _separable(expr, shape)
+    if separable:
+        _row_offsets(expr, body, shape)
     body.append(f"for k_start in range(0, {shape.k_total}, BLOCK_K):")
     inner: list[str] = ["rk = k_start + tl.arange(0, BLOCK_K).to(tl.int64)",
                         f"kmask = rk < {shape.k_total}"]
@@ -266,7 +267,7 @@ def _flat_k_loop(ctx, expr, body, shape):
     channel = ci_local if ci_local != "0" else "tl.zeros([BLOCK_K], tl.int64)"  # depthwise
     inner.append(f"ci = g * {shape.cin_g} + {channel}")
     if separable:
-        a, b = _separable_loads(ctx, expr, inner, shape, row_parts, ci_local, tap)
+        a, b = _separable_loads(ctx, expr, inner, shape, ci_local, tap)
     else:
         in_idx, valid = _input_positions(inner, shape, [_row(t) for t in tap], "BLOCK_M")
         inner.append("amask = " + " & ".join(["mmask[:, None]", "kmask[None, :]", *valid]))
@@ -278,23 +279,22 @@ def _flat_k_loop(ctx, expr, body, shape):
     body.extend("    " + line for line in inner)
 
 
-def _stored(ctx, expr, ref: int) -> bool:
+def _separable(expr, shape) -> bool:
+    """A plain (not transposed) conv whose input and weight are both loaded as stored:
+    its loads may take separable offsets (input position = out·stride − pad + tap·dilation)."""
+    return not shape.attrs["transposed"] and _stored(expr, shape.x) and _stored(expr, shape.w)
+
+
+def _stored(expr, ref: int) -> bool:
     """Whether `ref` is loaded as stored (a leaf or an earlier stage's buffer), not computed
     in this kernel: its elements then sit at offsets its strides give."""
+    ctx = expr.ctx
     node = ctx.nodes[ref]
     return ref not in expr.subst and not node.attrs.get("scalar") and (
         node.op in LEAVES or (ref in ctx.stored and ref not in expr.local))
 
 
-def _terms(ctx, ref: int, idx) -> str:
-    """`ref`'s element offset at `idx` (one index per dim) as `index * stride + ...`,
-    size-1 dims left out (their strides are not kernel arguments)."""
-    return " + ".join(f"({i}) * {s}" for i, s, size in zip(idx, ctx.strides(ref),
-                                                           ctx.nodes[ref].shape)
-                      if size != 1 and i != "0") or "0"
-
-
-def _row_offsets(ctx, body, shape) -> list[str]:
+def _row_offsets(expr, body, shape) -> None:
     """Before the K loop, once per program: each row's input offset at tap 0 (`row_off`)
     and, per spatial dim, its first input position (`r<d>`: out·stride − pad)."""
     at, starts = shape.attrs, []
@@ -303,11 +303,10 @@ def _row_offsets(ctx, body, shape) -> list[str]:
                     f"- {at['padding'][d]}")
         starts.append(f"r{d}")
     body.append("row_off = tl.zeros([BLOCK_M], tl.int64) + "
-                + _terms(ctx, shape.x, [shape.n_idx, "0", *starts]))
-    return starts
+                + expr.offset(shape.x, [shape.n_idx, "0", *starts]))
 
 
-def _separable_loads(ctx, expr, inner, shape, starts, ci_local, tap) -> tuple[str, str]:
+def _separable_loads(ctx, expr, inner, shape, ci_local, tap) -> tuple[str, str]:
     """A plain conv's A and B tiles at separable offsets: input position = (out·stride −
     pad) + tap·dilation, so an A element's offset is its row's (`row_off`, once per
     program) plus its K column's (a [BLOCK_K] vector), one add per element where the
@@ -318,7 +317,7 @@ def _separable_loads(ctx, expr, inner, shape, starts, ci_local, tap) -> tuple[st
         inner.append(f"q{d} = tl.zeros([BLOCK_K], tl.int64) + ({t}) * {at['dilation'][d]}")
         reach.append(f"q{d}")
     inner.append("k_off = tl.zeros([BLOCK_K], tl.int64) + "
-                 + _terms(ctx, shape.x, ["0", "ci", *reach]))
+                 + expr.offset(shape.x, ["0", "ci", *reach]))
     # CONV_ROWS_FAST (an experiment): the A tile loaded K x M and transposed, so a warp's
     # lanes walk M, along which an output row's input positions are contiguous
     rows, cols = ("[None, :]", "[:, None]") if ctx.params.get("CONV_ROWS_FAST") else \
@@ -331,9 +330,9 @@ def _separable_loads(ctx, expr, inner, shape, starts, ci_local, tap) -> tuple[st
     if ctx.params.get("CONV_ROWS_FAST"):
         a = expr.var(f"tl.trans({a})")
     inner.append("w_off = tl.zeros([BLOCK_K], tl.int64) + "
-                 + _terms(ctx, shape.w, ["0", ci_local, *tap]))
+                 + expr.offset(shape.w, ["0", ci_local, *tap]))
     inner.append("bmask = kmask[:, None] & nmask[None, :]")
-    co_off = _terms(ctx, shape.w, ["co", *["0"] * (len(tap) + 1)])
+    co_off = expr.offset(shape.w, ["co", *["0"] * (len(tap) + 1)])
     b = _tile_load(ctx, expr, shape.w, f"w_off[:, None] + (tl.zeros([BLOCK_N], tl.int64) + "
                    f"{co_off})[None, :]", "bmask")
     return a, b
@@ -350,10 +349,9 @@ def _direct_loop(expr, body, shape):
     fp32 on the CUDA cores; a short K is unrolled so the taps' loads overlap."""
     k_range = (f"tl.static_range({shape.k_total})" if shape.k_total <= DIRECT_UNROLL_K
                else f"range({shape.k_total})")
-    separable = not shape.attrs["transposed"] and _stored(expr.ctx, expr, shape.x) and \
-        _stored(expr.ctx, expr, shape.w)
+    separable = _separable(expr, shape)
     if separable:
-        _row_offsets(expr.ctx, body, shape)
+        _row_offsets(expr, body, shape)
     body.append(f"for kd in {k_range}:")
     inner: list[str] = []
     kk = unravel(inner, "kd", (shape.cin_g,) + shape.taps, "k")
@@ -383,14 +381,14 @@ def _separable_direct_step(expr, shape, ci_local, tap) -> list[str]:
     tests only on padded dims (and a pooled tile's rows)."""
     ctx, at, lines = expr.ctx, shape.attrs, []
     reach = [f"({t}) * {at['dilation'][d]}" if t != "0" else "0" for d, t in enumerate(tap)]
-    lines.append("tap_off = " + _terms(ctx, shape.x, ["0", "ci", *reach]))
+    lines.append("tap_off = " + expr.offset(shape.x, ["0", "ci", *reach]))
     valid = [f"(r{d}[:, None] + {q} >= 0) & (r{d}[:, None] + {q} < {shape.x_shape[2 + d]})"
              for d, q in enumerate(reach) if at["padding"][d] > 0 or not shape.unpooled]
     lines.append("amask = " + " & ".join(["mmask[:, None]", *valid]))
     expr.body = lines
     a = _tile_load(ctx, expr, shape.x, "(row_off + tap_off)[:, None]", "amask")
-    co_off = _terms(ctx, shape.w, ["co", *["0"] * (len(tap) + 1)])
-    w_tap = _terms(ctx, shape.w, ["0", ci_local, *tap])
+    co_off = expr.offset(shape.w, ["co", *["0"] * (len(tap) + 1)])
+    w_tap = expr.offset(shape.w, ["0", ci_local, *tap])
     b = _tile_load(ctx, expr, shape.w, f"(tl.zeros([BLOCK_N], tl.int64) + {co_off} + {w_tap})"
                    "[None, :]", "nmask[None, :]")
     lines.append(f"acc += {a} * {b}")
