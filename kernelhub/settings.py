@@ -220,6 +220,12 @@ KERNELHUB_DEFAULT_TARGET = env_str("KERNELHUB_DEFAULT_TARGET", "auto")
 # host's GPU). A session on another target waits for a worker instead of failing every candidate.
 KERNELHUB_LOCAL_TARGETS = env_str("KERNELHUB_LOCAL_TARGETS")
 KERNELHUB_EVAL_TIMEOUT_S = env_float("KERNELHUB_EVAL_TIMEOUT_S", 180.0)
+# The embedded server asks for the problems' coverage checks when it starts (kernelhub/asgi.py).
+# A test process imports that module for its in-process clients: no background thread there
+# (it would touch the test database and race pytest's collection; servers the tests start
+# as subprocesses still do it).
+KERNELHUB_COVERAGE_CHECKS_ON_START = env_bool("KERNELHUB_COVERAGE_CHECKS_ON_START",
+                                              "pytest" not in sys.modules)
 # Long GPU jobs: a message is acknowledged only after its task ran, and goes back to the queue
 # when the process running it dies (kernelhub.placement's ledger stops a redelivery loop:
 # at most KERNELHUB_EVAL_MAX_ATTEMPTS starts, then the candidate fails with the reason).

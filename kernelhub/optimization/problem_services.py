@@ -10,6 +10,7 @@ import threading
 from collections import defaultdict
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
@@ -146,7 +147,7 @@ def coverage_checks_on_server_start() -> None:
     """The web server process starts. In the embedded default it is where background work
     runs: the problems' coverage checks start now (in a thread: the server does not wait),
     not when someone first opens a problem. Distributed workers sweep for them instead."""
-    if placement.mode() == "embedded":
+    if settings.KERNELHUB_COVERAGE_CHECKS_ON_START and placement.mode() == "embedded":
         threading.Thread(target=_resume_coverage_checks, daemon=True,
                          name="kernelhub-coverage-resume").start()
 

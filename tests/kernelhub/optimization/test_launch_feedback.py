@@ -94,3 +94,26 @@ def test_the_embedded_server_asks_again_at_start_for_checks_that_died_with_it(
     with django_capture_on_commit_callbacks() as queued:
         assert services.problems_offline_coverage_resume() == 2
     assert len(queued) == 2
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_server_start_hook_starts_the_checks_in_a_thread_only_where_enabled(
+        enabled, settings, monkeypatch):
+    """A server process starts them; a process that imports the ASGI module for in-process
+    clients (the tests) starts nothing: its thread would race the suite's collection."""
+    import threading
+
+    from kernelhub.optimization import problem_services
+
+    settings.KERNELHUB_EXECUTOR = "local"
+    settings.KERNELHUB_COVERAGE_CHECKS_ON_START = enabled
+    ran = threading.Event()
+    monkeypatch.setattr(problem_services, "_resume_coverage_checks", ran.set)
+    problem_services.coverage_checks_on_server_start()
+    assert ran.wait(5 if enabled else 0.2) is enabled
+
+
+def test_a_test_process_does_not_ask_for_checks_at_start_by_default():
+    from django.conf import settings
+
+    assert settings.KERNELHUB_COVERAGE_CHECKS_ON_START is False
