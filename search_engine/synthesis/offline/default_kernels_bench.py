@@ -48,6 +48,15 @@ def _conv_flops(batch, c_out, c_in_per_group, taps, spatial) -> int:
     return count
 
 
+def _recurrent_flops(steps, batch, inputs, hidden, layers, gates, directions) -> int:
+    """Multiply-adds of an RNN's input and hidden projections, every layer and direction."""
+    count = 0
+    for layer in range(layers):
+        width = inputs if layer == 0 else hidden * directions
+        count += 2 * steps * batch * gates * hidden * (width + hidden) * directions
+    return count
+
+
 def _problem(forward: str, inputs: str, init: str = "", args: str = "x") -> str:
     init_lines = "".join(f"        {line}\n" for line in init.splitlines())
     return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
@@ -240,6 +249,19 @@ PROBLEMS = {
     "conv3d_rgb_357": (_problem("self.conv(x)", "torch.randn(16, 3, 64, 64, 64)",
                                 "self.conv = nn.Conv3d(3, 64, (3, 5, 7), bias=False)"),
                        _conv_flops(16, 64, 3, (3, 5, 7), (62, 60, 58)), "flops"),
+    # KernelBench L3's recurrent sequences: an LSTM's final hidden states (batch first,
+    # states given) and a bidirectional GRU's outputs (time-major)
+    "lstm_hn": (_problem("self.lstm(x, (h0, c0))[1][0]",
+                         "torch.rand(10, 512, 128), torch.rand(6, 10, 256), "
+                         "torch.rand(6, 10, 256)",
+                         "self.lstm = nn.LSTM(128, 256, 6, batch_first=True)",
+                         args="x, h0, c0"),
+                _recurrent_flops(512, 10, 128, 256, 6, 4, 1), "flops"),
+    "gru_bidirectional": (_problem("self.gru(x, h0)[0]",
+                                   "torch.rand(512, 3, 64), torch.rand(12, 3, 128)",
+                                   "self.gru = nn.GRU(64, 128, 6, bidirectional=True)",
+                                   args="x, h0"),
+                          _recurrent_flops(512, 3, 64, 128, 6, 3, 2), "flops"),
     "bmm": (_problem("torch.bmm(a, b)", "torch.randn(128, 512, 1024), torch.randn(128, 1024, 2048)",
                      args="a, b"), 2 * 128 * 512 * 1024 * 2048, "flops"),
     "matmul_transposed_a": (_problem("torch.matmul(a.T, b)",
@@ -409,8 +431,20 @@ POOL_NEIGHBOURS = {"flat": {"POOL_TILE": 0}, "tile": {"POOL_TILE": 1},
                    "tile_2048_8w": {"POOL_TILE": 1, "BLOCK": 2048, "num_warps": 8},
                    "row_taps": {"POOL_TILE": 2}, "row_taps_8w": {"POOL_TILE": 2, "num_warps": 8}}
 
+# a recurrence's tiles a step (writers/recurrence.py: BLOCK_N units, BLOCK_K deep), warps,
+# and the cooperative variant (a step's units over programs that wait for each other)
+RECURRENCE_NEIGHBOURS = {"ieee": {"PRECISION": "ieee"}, "units32": {"BLOCK_N": 32},
+                         "depth64": {"BLOCK_K": 64}, "depth16": {"BLOCK_K": 16},
+                         "warps8": {"num_warps": 8}, "warps2": {"num_warps": 2},
+                         "coop": {"RECURRENCE_COOP": 1},
+                         "coop_units16": {"RECURRENCE_COOP": 1, "BLOCK_N": 16},
+                         "coop_units16_w2": {"RECURRENCE_COOP": 1, "BLOCK_N": 16,
+                                             "num_warps": 2},
+                         "coop_ieee": {"RECURRENCE_COOP": 1, "PRECISION": "ieee"}}
+
 # neighbours of each default worth timing beside it (overlays on the default parameters)
 NEIGHBOURS = {
+    "lstm_hn": RECURRENCE_NEIGHBOURS, "gru_bidirectional": RECURRENCE_NEIGHBOURS,
     "softmax": {"looped": {"variant": "looped"}, "online_8192_16w": {"BLOCK_R": 8192,
                                                                     "num_warps": 16},
                 "online_2048_4w": {"BLOCK_R": 2048, "num_warps": 4}, **COOP_NEIGHBOURS},

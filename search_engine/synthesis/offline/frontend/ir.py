@@ -23,9 +23,9 @@ REDUCTIONS = {"sum", "max", "min", "argmax", "argmin"}
 LEAVES = {"input", "param"}
 
 # ops only the staged family (staged.py) renders; a graph with any of them is staged
-STAGED_OPS = {"conv", "pool", "scan", "attention", "prod", "reshape", "permute", "expand",
-              "flip", "slice", "unfold", "cat", "pad", "iota", "where", "gt", "lt", "ge", "le",
-              "eq", "ne", "sign", "floor", "ceil", "round", "trunc", "erf"}
+STAGED_OPS = {"conv", "pool", "scan", "attention", "recurrence", "prod", "reshape", "permute",
+              "expand", "flip", "slice", "unfold", "cat", "pad", "iota", "where", "gt", "lt",
+              "ge", "le", "eq", "ne", "sign", "floor", "ceil", "round", "trunc", "erf"}
 OPS = UNARY | BINARY | REDUCTIONS | LEAVES | {"matmul", "transpose"} | STAGED_OPS
 FAMILIES = ("elementwise", "rows", "matmul")
 

@@ -33,10 +33,11 @@ _FLOAT_ATTRS = ("beta", "threshold", "alpha", "slope", "lo", "hi", "exponent", "
 _DIM_ATTRS = ("dims", "in_shape", "stride", "padding", "dilation", "output_padding", "kernel",
               "perm")
 _BOOL_ATTRS = ("keepdim", "temp", "transposed", "ceil_mode", "count_include_pad", "causal",
-               "scalar", "adaptive", "additive_mask", "column_sums")
+               "scalar", "adaptive", "additive_mask", "column_sums", "reverse")
 _INT_ATTRS = ("groups", "dim", "start", "step", "size")
 _MODES = ("max", "avg", "sum", "prod", "min", "argmax", "argmin", "logsumexp",
-          "constant", "reflect", "replicate", "circular")  # the last four: pad modes
+          "constant", "reflect", "replicate", "circular",  # pad modes
+          "lstm", "gru", "rnn_tanh", "rnn_relu")  # recurrences
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 _PATH_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}|[0-9]{1,6}")
 _MAX_NODES = 20_000

@@ -1,13 +1,27 @@
 """Recurrent cells (`nn.RNNCell`, `nn.GRUCell`, `nn.LSTMCell`, one time step as in
 KernelBench's level-3 RNN problems) lowered to GEMMs over each gate's rows of the weights
 and their pointwise gate math, the way `lowering_index.multihead_attention` splits its
-projection: the planner fuses the rest like any GEMM + epilogue."""
+projection: the planner fuses the rest like any GEMM + epilogue.
+
+Recurrent sequences (`nn.RNN`, `nn.GRU`, `nn.LSTM`, any layers, either direction) are not
+unrolled: each layer and direction is the input's projection for every step at once (one
+GEMM, `x @ W_ih.T + b_ih`) and a `recurrence` node, the sequential part, which one kernel
+walks step by step (`writers/recurrence.py`). Its output holds each step's state
+(time, batch, states, hidden): the hidden state, and an LSTM's cell state beside it; the
+layer's output, the next layer's input and the final states are index ops over it."""
 
 from __future__ import annotations
 
 from search_engine.synthesis.offline.frontend.builder import _Uncovered
 from search_engine.synthesis.offline.frontend.ir import Const
-from search_engine.synthesis.offline.frontend.lowering_index import matmul
+from search_engine.synthesis.offline.frontend.lowering_index import (
+    linear,
+    matmul,
+    reshape,
+    select,
+)
+
+RECURRENT_MODES = {"LSTM": "lstm", "GRU": "gru"}  # nn.RNN: "rnn_tanh" or "rnn_relu"
 
 def recurrent_cell(tr, fx_node, sub, x, path: str):
     """One step of `sub` on input `x` and the state the call passes (zeros when none):
@@ -75,3 +89,122 @@ class _Gates:
         whole = self.tr.param(f"{self.path}.{name}", tensor)
         shape = (self.hidden,) + tuple(tensor.shape[1:])
         return self.tr.add("slice", [whole], shape, dim=0, start=part * self.hidden, step=1)
+
+
+def recurrent_sequence(tr, fx_node, sub, x, path: str):
+    """`sub` (nn.RNN, nn.GRU or nn.LSTM) over the sequence `x`, from the state the call
+    passes (zeros when none): (output, h_n), or (output, (h_n, c_n)) for an LSTM."""
+    kind = type(sub).__name__
+    mode = RECURRENT_MODES.get(kind) or f"rnn_{sub.nonlinearity}"
+    _check_sequence_module(sub, kind, tr.shape(x))
+    shape = tr.shape(x)
+    steps, batch = (shape[1], shape[0]) if sub.batch_first else shape[:2]
+    h0, c0 = _initial_states(tr, fx_node, mode)
+    directions = 2 if sub.bidirectional else 1
+    # the first layer projects the input in its own order; later ones read time-major states
+    layer_in, finals = x, ([], [])
+    for layer in range(sub.num_layers):
+        outputs = []
+        for direction in range(directions):
+            at = layer * directions + direction
+            gates_in = _projected(tr, sub, path, mode, layer_in, _suffix(layer, direction),
+                                  sub.batch_first and layer == 0)
+            states = _steps(tr, sub, path, mode, gates_in, _suffix(layer, direction),
+                            _state_of(tr, h0, at), _state_of(tr, c0, at),
+                            reverse=bool(direction))
+            last = 0 if direction else steps - 1  # where a direction's final state is
+            hidden = _state_part(tr, states, 0)
+            outputs.append(hidden)
+            finals[0].append(select(tr, hidden, 0, last))
+            if mode == "lstm":
+                finals[1].append(select(tr, _state_part(tr, states, 1), 0, last))
+        layer_in = outputs[0] if directions == 1 else tr.add(
+            "cat", outputs, (steps, batch, directions * sub.hidden_size), dim=2)
+    output = layer_in
+    if sub.batch_first:
+        output = tr.add("permute", [output], _swapped(tr.shape(output)), perm=(1, 0, 2))
+    h_n = _stacked(tr, finals[0])
+    return (output, (h_n, _stacked(tr, finals[1]))) if mode == "lstm" else (output, h_n)
+
+
+def _check_sequence_module(sub, kind: str, shape) -> None:
+    if len(shape) != 3:
+        raise _Uncovered(f"{kind} (unbatched input)")
+    if getattr(sub, "proj_size", 0):
+        raise _Uncovered(f"{kind} with proj_size")
+    if sub.training and sub.dropout and sub.num_layers > 1:
+        raise _Uncovered(f"{kind} with dropout while training")
+
+
+def _swapped(shape) -> tuple[int, ...]:
+    return (shape[1], shape[0]) + tuple(shape[2:])
+
+
+def _initial_states(tr, fx_node, mode: str):
+    """(h0, c0) as IR values of shape (layers * directions, batch, hidden), or None."""
+    state = fx_node.args[1] if len(fx_node.args) > 1 else fx_node.kwargs.get("hx")
+    if state is None:
+        return None, None
+    value = tuple(tr.value(s) for s in state) if isinstance(state, (tuple, list)) \
+        else tr.value(state)
+    if mode != "lstm":
+        return value, None
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise _Uncovered("LSTM state that is not a (h0, c0) pair")
+    return value
+
+
+def _state_of(tr, state, at: int):
+    """Layer-direction `at`'s initial state (batch, hidden): a zero constant without one."""
+    if state is None:
+        return Const(0.0)
+    if not isinstance(state, int) or len(tr.shape(state)) != 3:
+        raise _Uncovered("recurrent state (unbatched)")
+    return select(tr, state, 0, at)
+
+
+def _suffix(layer: int, direction: int) -> str:
+    return f"_l{layer}" + ("_reverse" if direction else "")
+
+
+def _param(tr, sub, path: str, name: str):
+    tensor = getattr(sub, name, None)
+    return None if tensor is None else tr.param(f"{path}.{name}", tensor)
+
+
+def _projected(tr, sub, path: str, mode: str, x, suffix: str, batch_major: bool):
+    """The input's projection for every step, `x @ W_ih.T + b_ih`, time-major (steps, batch,
+    gates * hidden): one 2-D GEMM over the input's rows in their own order (a batch-first
+    input's projection is permuted after, where reading it costs nothing)."""
+    lead, width = tr.shape(x)[:2], tr.shape(x)[2]
+    rows = reshape(tr, x, (lead[0] * lead[1], width))
+    gates = linear(tr, rows, _param(tr, sub, path, "weight_ih" + suffix),
+                   _param(tr, sub, path, "bias_ih" + suffix))
+    gates = reshape(tr, gates, lead + (tr.shape(gates)[1],))
+    if not batch_major:
+        return gates
+    return tr.add("permute", [gates], _swapped(tr.shape(gates)), perm=(1, 0, 2))
+
+
+def _steps(tr, sub, path: str, mode: str, gates_in, suffix: str, h0, c0, reverse: bool):
+    """One layer in one direction's steps over its projected input: every step's states."""
+    steps, batch, _ = tr.shape(gates_in)
+    bias_hh = _param(tr, sub, path, "bias_hh" + suffix)
+    return tr.add("recurrence", [gates_in, _param(tr, sub, path, "weight_hh" + suffix),
+                                 Const(0.0) if bias_hh is None else bias_hh, h0, c0],
+                  (steps, batch, 2 if mode == "lstm" else 1, sub.hidden_size),
+                  mode=mode, reverse=reverse)
+
+
+def _state_part(tr, states, part: int):
+    """The hidden (0) or cell (1) state of every step: (time, batch, hidden)."""
+    return select(tr, states, 2, part)
+
+
+def _stacked(tr, finals: list):
+    """The final states of every layer and direction: (layers * directions, batch, hidden)."""
+    rows = [reshape(tr, f, (1,) + tr.shape(f)) for f in finals]
+    if len(rows) == 1:
+        return rows[0]
+    shape = (len(rows),) + tr.shape(finals[0])
+    return tr.add("cat", rows, shape, dim=0)

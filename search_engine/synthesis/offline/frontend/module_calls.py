@@ -11,7 +11,9 @@ import torch
 from search_engine.synthesis.offline.frontend import lowering, pointwise
 from search_engine.synthesis.offline.frontend.builder import _dims, _norm_dims, _Uncovered
 from search_engine.synthesis.offline.frontend.ir import Const
-from search_engine.synthesis.offline.frontend.lowering_cells import recurrent_cell
+from search_engine.synthesis.offline.frontend.lowering_cells import (
+    recurrent_cell, recurrent_sequence,
+)
 
 
 def _arg(fx_node, pos: int, name: str, default=None):
@@ -78,6 +80,8 @@ class ModuleCalls:
             return out
         if isinstance(sub, (nn.RNNCell, nn.GRUCell, nn.LSTMCell)):
             return recurrent_cell(self, fx_node, sub, x, path)
+        if isinstance(sub, (nn.RNN, nn.GRU, nn.LSTM)):
+            return recurrent_sequence(self, fx_node, sub, x, path)
         return lowering.module(self, fx_node, sub, x, shape)
 
     def layer_norm_module(self, sub, x, path: str):

@@ -175,11 +175,12 @@ def op_summary(analysis: Analysis) -> str:
     return " → ".join(ops)
 
 
-FAMILY_ORDER = (("conv", "conv"), ("attention", "attention"), ("matmul", "batched_matmul"),
-                ("pool", "pooling"), ("scan", "scan"))
+FAMILY_ORDER = (("recurrence", "recurrence"), ("conv", "conv"), ("attention", "attention"),
+                ("matmul", "batched_matmul"), ("pool", "pooling"), ("scan", "scan"))
 
 
-FAMILIES = ("conv", "attention", "batched_matmul", "pooling", "scan", "reduction", "pointwise")
+FAMILIES = ("recurrence", "conv", "attention", "batched_matmul", "pooling", "scan", "reduction",
+            "pointwise")
 
 
 MAX_CONV_RANK = 3

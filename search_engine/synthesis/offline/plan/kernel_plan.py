@@ -31,6 +31,7 @@ ROWS_KERNEL = "fused_rows_kernel"
 MATMUL_KERNEL = "matmul_kernel"
 
 STAGE_PATTERNS = {"conv": "convolution + epilogue", "pool": "pooling", "scan": "scan",
+                  "recurrence": "recurrence",
                   "matmul": "gemm + epilogue", "attention": "attention"}
 DOT_OPS = ("conv", "matmul", "attention")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from search_engine.synthesis.offline.frontend.ir import BINARY, LEAVES, UNARY, Analysis, IRNode
 
 REDUCE_OPS = {"sum", "max", "min", "argmax", "argmin", "prod"}
-ANCHOR_OPS = {"conv", "pool", "scan", "matmul", "attention"} | REDUCE_OPS
+ANCHOR_OPS = {"conv", "pool", "scan", "matmul", "attention", "recurrence"} | REDUCE_OPS
 INDEX_OPS = {"reshape", "permute", "transpose", "expand", "flip", "slice", "unfold", "cat",
              "pad"}
 VIEW_OPS = ("permute", "transpose", "reshape")  # a dot operand reads these as torch views
@@ -51,7 +51,9 @@ def plan(an: Analysis) -> list[Stage]:
     for node in an.topo():
         if node.op not in ANCHOR_OPS or node.id in absorbed:
             continue
-        sink, epilogue = fused_epilogue(nodes, used_by, node.id, an.output, stored)
+        # a recurrence reads its stored states back as the next step's: nothing fused
+        sink, epilogue = (node.id, []) if node.op == "recurrence" else fused_epilogue(
+            nodes, used_by, node.id, an.output, stored)
         pool = fused_pool(nodes, used_by, node, sink, an.output)
         if pool is None:
             stages.append(Stage(node.id, sink, epilogue))

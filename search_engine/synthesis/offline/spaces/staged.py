@@ -13,7 +13,7 @@ from search_engine.synthesis.offline.plan.classify import FAMILIES  # noqa: F401
 from search_engine.synthesis.offline.plan.stages import plan
 from search_engine.synthesis.offline.spaces import resources
 from search_engine.synthesis.offline.spaces.dot_precision import STRICT_DOT_PRECISION
-from search_engine.synthesis.offline.writers import conv
+from search_engine.synthesis.offline.writers import conv, recurrence
 from search_engine.synthesis.offline.writers.pooling import ROW_TAPS
 from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 (its writer)
 
@@ -22,8 +22,10 @@ from search_engine.synthesis.offline.writers.staged import render  # noqa: F401 
 # precision ladder (dot_precision.py). Stages without a dot ignore PRECISION.
 PRECISION_MOVES = {"dot_ieee": "ieee", "dot_tf32x3": STRICT_DOT_PRECISION, "tf32": "tf32"}
 # moves straight to a layout (one step of its parameter may land on another): a pool's row
-# block one lane an output, tap by tap
-LAYOUT_MOVES = {"pool_row_taps": ("POOL_TILE", ROW_TAPS)}
+# block one lane an output, tap by tap; a recurrence's units spread over cooperating
+# programs (writers/recurrence.py, GPU only; not a default until timed)
+LAYOUT_MOVES = {"pool_row_taps": ("POOL_TILE", ROW_TAPS),
+                "recurrence_coop": ("RECURRENCE_COOP", 1)}
 
 STAGED_OPERAND_BYTES = 4  # operands are loaded as fp32, the widest the stages take
 
@@ -150,6 +152,11 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
     rest += [m for m in ("dot_ieee", "dot_tf32x3") if m not in order]
     if pools and "pool_row_taps" not in order:
         rest.append("pool_row_taps")
+    if _recurrences(an) and diagnosis == "latency":
+        # one program walks a layer's steps alone: share its units out first
+        order = ["recurrence_coop", *order]
+    elif _recurrences(an):
+        rest.append("recurrence_coop")
     if policy != "strict":
         rest.append("tf32")
     rng.shuffle(rest)
@@ -187,6 +194,18 @@ def fits_shared_memory(an: Analysis, params: dict[str, Any], limit_bytes: int) -
 
 def resource_problem(an: Analysis, params: dict[str, Any], target) -> str:
     """Why this configuration cannot run on `target`'s shared memory, or ''. (Registers are
-    not judged here: each stage clamps the tiles to its own sizes.)"""
+    not judged here: each stage clamps the tiles to its own sizes.) A cooperative
+    recurrence's programs wait for each other: GPU only, and few enough to be co-resident."""
+    if params.get("RECURRENCE_COOP"):
+        if target.is_interpreter:
+            return ("the cooperative recurrence's programs wait for each other, and the "
+                    "interpreter runs programs one at a time: GPU only")
+        refusals = [recurrence.coop_refusal(n, params) for n in _recurrences(an)]
+        if any(refusals):
+            return next(r for r in refusals if r)
     return resources.dot_resource_problem(params, STAGED_OPERAND_BYTES,
                                           target.shared_memory_per_block_bytes)
+
+
+def _recurrences(an: Analysis) -> list:
+    return [n for n in an.nodes.values() if n.op == "recurrence"]

@@ -34,7 +34,7 @@ from search_engine.synthesis.offline.plan.stages import (
     shared_kernels, stage_kernel_name, stage_writer_op,
 )
 from search_engine.synthesis.offline.writers import (
-    attention, codegen, conv, matmul_variants, pooling, scans,
+    attention, codegen, conv, matmul_variants, pooling, recurrence, scans,
 )
 from search_engine.synthesis.offline.writers.staged_context import Context
 from search_engine.synthesis.offline.writers.staged_moments import write_moments
@@ -45,7 +45,8 @@ from search_engine.synthesis.offline.writers.staged_writers import write_pointwi
 def writer_for(op: str):
     """The writer of a stage whose anchor is `op` (a pointwise chain: `write_pointwise`)."""
     return {"conv": conv.write, "pool": pooling.write, "scan": scans.write,
-            "matmul": matmul_variants.write, "attention": attention.write}.get(
+            "matmul": matmul_variants.write, "attention": attention.write,
+            "recurrence": recurrence.write}.get(
         op, write_reduction if op in REDUCE_OPS else write_pointwise)
 
 
