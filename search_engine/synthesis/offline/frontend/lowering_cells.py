@@ -197,7 +197,11 @@ def _steps(tr, sub, path: str, mode: str, gates_in, suffix: str, h0, c0, reverse
 
 
 def _state_part(tr, states, part: int):
-    """The hidden (0) or cell (1) state of every step: (time, batch, hidden)."""
+    """The hidden (0) or cell (1) state of every step: (time, batch, hidden). With one state
+    (RNN, GRU) that is a reshape, which a returned output reads as a view (no copy kernel)."""
+    steps, batch, n_states, hidden = tr.shape(states)
+    if n_states == 1:
+        return reshape(tr, states, (steps, batch, hidden))
     return select(tr, states, 2, part)
 
 
