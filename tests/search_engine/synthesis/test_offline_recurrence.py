@@ -243,3 +243,22 @@ def test_a_latency_bound_recurrence_moves_to_the_cooperative_variant_first():
                                    ["torch.randn(2, 3, 8)"]))
     assert "recurrence_coop" not in space.ordered_moves(pool, "latency", "strict",
                                                         random.Random(0))
+
+
+@pytest.mark.parametrize("shape, mode, blocks", [
+    ((512, 10, 2, 256), "lstm", (64, 64, 32)),  # KernelBench's LSTM at the GPU defaults
+    ((64, 256, 2, 256), "lstm", (128, 128, 64)),  # the space's largest tiles, a wide batch
+    ((512, 3, 1, 128), "gru", (64, 64, 32)),
+    ((5, 2, 1, 8), "rnn_tanh", (128, 128, 64)),
+])
+def test_a_steps_tiles_fit_the_live_value_budget_and_tl_dot(shape, mode, blocks):
+    from search_engine.synthesis.offline.frontend.ir import IRNode
+    from search_engine.synthesis.offline.writers.recurrence import (
+        DOT_MIN, GATES, LIVE_VALUES, tiles,
+    )
+
+    node = IRNode(0, "recurrence", [], {"mode": mode}, shape)
+    rows, units, depth = tiles(node, dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), blocks)))
+    assert min(rows, units, depth) >= DOT_MIN
+    assert GATES[mode] * (rows + depth) * units <= LIVE_VALUES
+    assert rows <= max(DOT_MIN, blocks[0]) and units <= max(DOT_MIN, blocks[1])

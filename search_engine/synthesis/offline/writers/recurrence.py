@@ -51,12 +51,12 @@ def tiles(node, params) -> tuple[int, int, int]:
     rows = max(DOT_MIN, min(params["BLOCK_M"], p2(batch)))
     units = max(DOT_MIN, min(params["BLOCK_N"], p2(hidden)))
     depth = max(DOT_MIN, min(params["BLOCK_K"], p2(hidden)))
-    while gates * (rows + depth) * units > LIVE_VALUES and max(units, depth) > DOT_MIN:
-        if units >= depth:
-            units //= 2
-        else:
-            depth //= 2
-    return rows, units, depth
+    sizes = [rows, units, depth]
+    while gates * (sizes[0] + sizes[2]) * sizes[1] > LIVE_VALUES and max(sizes) > DOT_MIN:
+        widest = sizes.index(max(sizes))  # the units first on a tie: they size both terms
+        widest = 1 if sizes[1] == sizes[widest] else widest
+        sizes[widest] //= 2
+    return tuple(sizes)
 
 
 def coop_refusal(node, params) -> str:
