@@ -91,3 +91,15 @@ def test_an_earlier_render_is_timed_beside_under_its_prefix():
     assert bench.select(new, "max_pool3d", "default,before_default") == ["max_pool3d"]
     assert new["max_pool3d"]["kernels"] == {"default": {"source": "new"},
                                             "before_default": {"source": "old"}}
+
+
+def test_render_keeps_a_neighbour_only_where_its_kernel_differs(tmp_path, monkeypatch):
+    """A neighbour whose parameter the problem's writers ignore (a pool layout on a conv)
+    renders the default's kernel again: it is not kept, so no device time re-times it."""
+    monkeypatch.setattr(bench, "PROBLEMS", {"conv": (CASES["conv"], 1, "flops")})
+    monkeypatch.setattr(bench, "NEIGHBOURS", {"conv": {"ignored": {"POOL_TILE": 1},
+                                                       "wider": {"BLOCK_M": 128}}})
+    data = bench.render(tmp_path / "kernels.json")
+    kernels = data["conv"]["kernels"]
+    assert "wider" in kernels and "ignored" not in kernels
+    assert kernels["wider"]["source"] != kernels["default"]["source"]
