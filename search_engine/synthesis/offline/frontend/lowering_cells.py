@@ -107,7 +107,7 @@ def recurrent_sequence(tr, fx_node, sub, x, path: str):
         outputs = []
         for direction in range(directions):
             at = layer * directions + direction
-            gates_in = _projected(tr, sub, path, mode, layer_in, _suffix(layer, direction),
+            gates_in = _projected(tr, sub, path, layer_in, _suffix(layer, direction),
                                   sub.batch_first and layer == 0)
             states = _steps(tr, sub, path, mode, gates_in, _suffix(layer, direction),
                             _state_of(tr, h0, at), _state_of(tr, c0, at),
@@ -172,7 +172,7 @@ def _param(tr, sub, path: str, name: str):
     return None if tensor is None else tr.param(f"{path}.{name}", tensor)
 
 
-def _projected(tr, sub, path: str, mode: str, x, suffix: str, batch_major: bool):
+def _projected(tr, sub, path: str, x, suffix: str, batch_major: bool):
     """The input's projection for every step, `x @ W_ih.T + b_ih`, time-major (steps, batch,
     gates * hidden): one 2-D GEMM over the input's rows in their own order (a batch-first
     input's projection is permuted after, where reading it costs nothing)."""
