@@ -57,6 +57,13 @@ COMPARISONS = {"gt": "gt", "lt": "lt", "ge": "ge", "le": "le", "eq": "eq", "ne":
                "__gt__": "gt", "__lt__": "lt", "__ge__": "ge", "__le__": "le",
                "__eq__": "eq", "__ne__": "ne", "greater": "gt", "less": "lt"}
 RESHAPES = ("reshape", "view", "flatten", "unsqueeze", "squeeze", "view_as", "reshape_as")
+NEGATIONS = ("invert", "__invert__", "bitwise_not", "logical_not")
+
+
+def _meta_dtype(arg):
+    """The dtype shape propagation recorded for an fx argument (None for a non-tensor)."""
+    meta = getattr(arg, "meta", {}).get("tensor_meta")
+    return getattr(meta, "dtype", None)
 
 
 # -- functions and methods ------------------------------------------------------------------
@@ -73,6 +80,10 @@ def function(tr, fx_node, name, args, get, shape):
         return x[0 if fx_node.args[1] in ("values", "min") else 1]
     if name in COMPARISONS:
         return tr.add(COMPARISONS[name], [args[0], args[1]], shape)
+    if name in NEGATIONS:  # a mask's `~mask` or logical_not: its zeros (masks are 0/1 values)
+        if name != "logical_not" and _meta_dtype(fx_node.args[0]) != torch.bool:
+            raise _Uncovered(f"{name} of an integer tensor")
+        return tr.add("eq", [x, Const(0.0)], shape)
     if name in RESHAPES:
         return reshape(tr, x, shape)
     if name in ("permute",):

@@ -250,8 +250,8 @@ class _Translator(ModuleCalls, ReductionCalls, _GraphBuilder):
                                    _f(get(4, "eps", 1e-5)))
         if name in ("matmul", "mm", "bmm"):
             return lowering.matmul(self, args[0], args[1])
-        if name == "linear":
-            weight = args[1]
+        if name == "linear":  # F.linear(x, w, b) or F.linear(input=x, weight=w, bias=b)
+            weight = get(1, "weight")
             bias = get(2, "bias")
             w_t = self.add("transpose", [weight], tuple(reversed(self.shape(weight))))
             out = self.add("matmul", [x, w_t], shape)

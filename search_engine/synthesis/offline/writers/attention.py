@@ -85,7 +85,9 @@ def write(ctx, stage, name):
     consts = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_D": max(16, p2(dq)),
               "BLOCK_E": max(16, p2(dv))}
     grid = f"(triton.cdiv({length}, {bm}), {max(1, math.prod(batch))})"
-    return finish_dot_stage(ctx, stage, name, Expr(ctx, body), idx, "cmask",
+    expr = Expr(ctx, body)
+    expr.scalar_indices = {i for i in batch_idx if i != "0"}
+    return finish_dot_stage(ctx, stage, name, expr, idx, "cmask",
                                    "BLOCK_M, BLOCK_E", grid, consts)
 
 

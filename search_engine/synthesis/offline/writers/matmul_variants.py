@@ -97,6 +97,8 @@ def write(ctx, stage, name):
              "cmask = mmask[:, None] & nmask[None, :]"]
     idx = tuple(batch_idx) + ("rm[:, None]", "rn[None, :]")
     grid = f"(triton.cdiv({m}, {bm}) * triton.cdiv({n}, {bn}), {max(1, math.prod(batch))})"
-    return finish_dot_stage(ctx, stage, name, Expr(ctx, body), idx, "cmask",
+    expr = Expr(ctx, body)
+    expr.scalar_indices = {i for i in batch_idx if i != "0"}
+    return finish_dot_stage(ctx, stage, name, expr, idx, "cmask",
                                    "BLOCK_M, BLOCK_N", grid,
                                    {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk})

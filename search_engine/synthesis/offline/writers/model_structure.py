@@ -112,4 +112,7 @@ def _statement(node: ast.stmt, source: str, lines: list[str]) -> str:
         return ast.get_source_segment(source, node)
     bases = ", ".join(ast.get_source_segment(source, b) for b in node.bases)
     header = f"class {node.name}({bases}):" if bases else f"class {node.name}:"
-    return header + "\n" + textwrap.indent(_joined(_kept(node), lines), "    ").rstrip()
+    # a class with only a forward (a helper activation module) keeps no statement of its own
+    body = _joined(_kept(node), lines)
+    body = body if body.strip() else "pass"
+    return header + "\n" + textwrap.indent(body, "    ").rstrip()

@@ -30,6 +30,9 @@ class Expr:
         # a zero tile of the kernel's shape added to every load's offset, so a load whose
         # indices are all scalars (a channel's bias in a kernel of one row) is still a tile
         self.tile = ""
+        # index variables that are scalars of the program (a batched dot's batch indices): a
+        # load at those alone is one element, read without the tile's mask
+        self.scalar_indices: set[str] = set()
         self.loads: list[tuple[int, tuple[str, ...]]] = []  # (tensor, index) of each load
         # (index, shape) a reshape produced -> the (index, shape) it was reshaped from:
         # reshapes compose over the same row-major order, so a later reshape of that index
@@ -65,6 +68,9 @@ class Expr:
         self.loads.append((ref, tuple(idx)))
         if self.offset(ref, idx) == "0":  # one element, the same for the whole tile
             return self.var(f"tl.load({ptr}).to(tl.float32)")
+        used = [i for i, size in zip(idx, self.ctx.nodes[ref].shape) if size != 1 and i != "0"]
+        if all(i in self.scalar_indices for i in used):  # one element a program
+            return self.var(f"tl.load({ptr} + {self.offset(ref, idx)}).to(tl.float32)")
         offset = self.offset(ref, idx) + (f" + {self.tile}" if self.tile else "")
         return self.var(f"tl.load({ptr} + {offset}, mask={mask}, other=0.0).to(tl.float32)")
 
