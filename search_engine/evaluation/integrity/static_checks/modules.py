@@ -541,7 +541,9 @@ def _call_flags(ctx: StaticContext, values: ModuleValues, call: ast.Call,
     if _passes_through(ctx, values, func):
         if not (isinstance(func, ast.Name) and func.id in LOOKING_BUILTINS | HOLDING_BUILTINS):
             return flags
-        handed = [k.value for k in call.keywords] + (call.args[1:] if func.id == "iter" else [])
+        # dict's keywords are its entries, held and never called (a ModuleDict's modules)
+        handed = ([] if func.id == "dict" else [k.value for k in call.keywords]) \
+            + (call.args[1:] if func.id == "iter" else [])
     for arg in handed:
         lab = values.label(arg)
         if lab is not None and lab[0] == MODULE:
