@@ -152,11 +152,11 @@ def ordered_moves(an: Analysis, diagnosis: str, policy: str, rng,
     rest += [m for m in ("dot_ieee", "dot_tf32x3") if m not in order]
     if pools and "pool_row_taps" not in order:
         rest.append("pool_row_taps")
-    if _recurrences(an) and diagnosis == "latency":
-        # one program walks a layer's steps alone: share its units out first
-        order = ["recurrence_coop", *order]
-    elif _recurrences(an):
-        rest.append("recurrence_coop")
+    if _recurrences(an):
+        if diagnosis == "latency":  # one program walks a layer's steps alone: share them out
+            order = ["recurrence_coop", *order]
+        else:
+            rest.append("recurrence_coop")
     if policy != "strict":
         rest.append("tf32")
     rng.shuffle(rest)

@@ -35,7 +35,8 @@ def lit(value: float) -> str:
 
 # -- pointwise ops --------------------------------------------------------------------------
 
-def _tanh(x: str) -> str:
+def tanh_code(x: str) -> str:
+    """tanh(x) as Triton code (through the sigmoid: no tanh in tl)."""
     return f"(2.0 * tl.sigmoid(2.0 * ({x})) - 1.0)"
 
 
@@ -66,20 +67,20 @@ def pointwise(node: IRNode, a: list[str]) -> str:
             "minimum": f"tl.minimum({x}, {y})",
         }[op]
     simple = {
-        "relu": f"tl.maximum({x}, 0.0)", "sigmoid": f"tl.sigmoid({x})", "tanh": _tanh(x),
+        "relu": f"tl.maximum({x}, 0.0)", "sigmoid": f"tl.sigmoid({x})", "tanh": tanh_code(x),
         "exp": f"tl.exp({x})", "log": f"tl.log({x})", "sqrt": f"tl.sqrt({x})",
         "rsqrt": f"tl.rsqrt({x})", "abs": f"tl.abs({x})", "neg": f"(-({x}))",
         "square": f"({x} * {x})", "reciprocal": f"(1.0 / ({x}))", "sin": f"tl.sin({x})",
         "cos": f"tl.cos({x})", "log1p": f"tl.log(1.0 + ({x}))", "expm1": f"(tl.exp({x}) - 1.0)",
         "gelu": f"(0.5 * ({x}) * (1.0 + tl.erf(({x}) * 0.7071067811865476)))",
         "gelu_tanh": f"(0.5 * ({x}) * (1.0 + "
-        + _tanh(f"0.7978845608028654 * (({x}) + 0.044715 * ({x}) * ({x}) * ({x}))") + "))",
+        + tanh_code(f"0.7978845608028654 * (({x}) + 0.044715 * ({x}) * ({x}) * ({x}))") + "))",
         "silu": f"(({x}) * tl.sigmoid({x}))",
         "round_fp16": f"({x}).to(tl.float16).to(tl.float32)",
         "round_bf16": _round_bf16(x),
         "hardsigmoid": f"tl.minimum(tl.maximum(({x}) / 6.0 + 0.5, 0.0), 1.0)",
         "hardswish": f"(({x}) * tl.minimum(tl.maximum(({x}) / 6.0 + 0.5, 0.0), 1.0))",
-        "mish": f"(({x}) * {_tanh(_softplus(x))})",
+        "mish": f"(({x}) * {tanh_code(_softplus(x))})",
         "selu": f"(1.0507009873554805 * tl.where(({x}) > 0.0, ({x}), "
         f"1.6732632423543772 * (tl.exp({x}) - 1.0)))",
     }

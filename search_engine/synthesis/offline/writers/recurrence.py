@@ -23,6 +23,7 @@ state. One program reads all of `W_hh` at every step otherwise (1 MB for KernelB
 from __future__ import annotations
 
 from search_engine.synthesis.base import NotCoveredError
+from search_engine.synthesis.offline.writers.codegen import tanh_code
 from search_engine.synthesis.offline.writers.staged_context import (
     dot_precision,
     kernel_source,
@@ -75,8 +76,9 @@ def write(ctx, stage, name):
     steps, batch, _, hidden = node.shape
     rows, units, depth = tiles(node, ctx.params)
     coop = bool(ctx.params.get("RECURRENCE_COOP"))
-    if coop and coop_refusal(node, ctx.params):
-        raise NotCoveredError(coop_refusal(node, ctx.params), ["recurrence (coop grid)"])
+    refusal = coop_refusal(node, ctx.params) if coop else ""
+    if refusal:
+        raise NotCoveredError(refusal, ["recurrence (coop grid)"])
     at = _Layout(ctx, stage, node)
     unit_blocks = -(-hidden // units)
     body = ["pid = tl.program_id(0)",
@@ -192,7 +194,7 @@ def _update(body: list[str], expr: Expr, at: _Layout) -> list[str]:
     """The gate math over the chunk's pre-activations (x<g>: projected input, r<g>: the
     hidden projection with b_hh): the new states' values."""
     if at.mode in ("rnn_tanh", "rnn_relu"):
-        act = _tanh("x0 + r0") if at.mode == "rnn_tanh" else "tl.maximum(x0 + r0, 0.0)"
+        act = tanh_code("x0 + r0") if at.mode == "rnn_tanh" else "tl.maximum(x0 + r0, 0.0)"
         body.append(f"h_new = {act}")
         return ["h_new"]
 
@@ -206,15 +208,11 @@ def _update(body: list[str], expr: Expr, at: _Layout) -> list[str]:
     if at.mode == "gru":  # torch's order: reset, update, new
         h_prev = state(0)
         body += ["reset = tl.sigmoid(x0 + r0)", "update = tl.sigmoid(x1 + r1)",
-                 f"cand = {_tanh('x2 + reset * r2')}",
+                 f"cand = {tanh_code('x2 + reset * r2')}",
                  f"h_new = cand + update * ({h_prev} - cand)"]
         return ["h_new"]
     c_prev = state(1)  # torch's order: input, forget, cell, output
     body += ["c_new = tl.sigmoid(x1 + r1) * " + c_prev
-             + f" + tl.sigmoid(x0 + r0) * {_tanh('x2 + r2')}",
-             f"h_new = tl.sigmoid(x3 + r3) * {_tanh('c_new')}"]
+             + f" + tl.sigmoid(x0 + r0) * {tanh_code('x2 + r2')}",
+             f"h_new = tl.sigmoid(x3 + r3) * {tanh_code('c_new')}"]
     return ["h_new", "c_new"]
-
-
-def _tanh(x: str) -> str:
-    return f"(2.0 * tl.sigmoid(2.0 * ({x})) - 1.0)"
